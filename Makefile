@@ -1,0 +1,117 @@
+# stacksync.k8s — developer entry points.
+#
+#   make test     full suite: build + install the collection, ansible-test sanity, ansible-lint,
+#                 ruff, unit + integration tests (ansible-core 2.19 / Python 3.11), and the
+#                 sanity + unit layer on the newest ansible-core / Python 3.12 where pyenv has it
+#   make demo     sync an example git repo into a local Kubernetes API simulator, then prune
+#   make test-real  conformance + integration suites against a real kube-apiserver
+#                 (started with ../shared/kube/up where that exists, or STACKSYNC_TEST_KUBECONFIG)
+#   make bench    benchmark against kubernetes.core and kubectl (N=1000 by default)
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+VPY := $(CURDIR)/$(VENV)/bin/python
+VBIN := $(CURDIR)/$(VENV)/bin
+VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
+TARBALL := build/stacksync-k8s-$(VERSION).tar.gz
+# Throw-away collections path outside the git work tree (ansible-test lists files with git when it
+# finds a work tree, and build/ is ignored there).
+TEST_ROOT ?= $(or $(TMPDIR),/tmp)/stacksync-k8s-$(shell printf %s "$(CURDIR)" | cksum | cut -d' ' -f1)
+COLLECTIONS := $(TEST_ROOT)/collections
+INSTALLED := $(COLLECTIONS)/ansible_collections/stacksync/k8s
+PYTEST_ARGS ?=
+N ?= 1000
+
+# Newest ansible-core for the Python 3.12 layer.
+PY312_CORE ?= ansible-core==2.21.5
+VENV312 := .venv-py312
+
+export ANSIBLE_NOCOLOR := 1
+export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH := false
+
+.PHONY: help venv build install sanity lint ruff unit pytest test test-py312 demo test-real bench clean
+
+help:
+	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'
+
+$(VENV)/.installed: tests/requirements.txt requirements.txt
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -r tests/requirements.txt
+	@touch $@
+
+venv: $(VENV)/.installed
+
+build: venv
+	@mkdir -p build
+	$(VBIN)/ansible-galaxy collection build --force --output-path build .
+
+install: build
+	rm -rf $(COLLECTIONS)
+	$(VBIN)/ansible-galaxy collection install --force -p $(COLLECTIONS) $(TARBALL)
+	@bash tests/tools/check_tarball.sh $(TARBALL)
+
+# ansible-test bootstraps pip into its per-test virtual environments with a script it downloads
+# from ansible's CI file server; install our offline stand-in as its cached copy.
+define bootstrap_ansible_test
+	pipver=$$($(1) -c 'import re, ansible_test, pathlib; p = pathlib.Path(ansible_test.__file__).parent / "_internal/python_requirements.py"; print(re.search(r"pip=.([0-9.]+).", p.read_text()).group(1))'); \
+	mkdir -p $$HOME/.ansible/test/cache; \
+	cp tests/tools/get_pip_offline.py $$HOME/.ansible/test/cache/get_pip_$${pipver//./_}.py
+endef
+
+sanity: install
+	@$(call bootstrap_ansible_test,$(VPY))
+	cd $(INSTALLED) && $(VBIN)/ansible-test sanity --local --python 3.11 --color no
+
+lint: venv
+	$(VBIN)/ansible-lint --offline --profile production
+
+ruff: venv
+	$(VBIN)/ruff check .
+
+# The newest ansible-core on Python 3.12: sanity + unit tests. Skipped (with a message) where no
+# Python 3.12 can be found, as on many users' machines.
+test-py312: install
+	@py312=$$(command -v pyenv >/dev/null && v=$$(pyenv latest 3.12 2>/dev/null) && echo "$$(pyenv root)/versions/$$v/bin/python3.12" || true); \
+	[ -x "$$py312" ] || py312=$$(command -v python3.12 || true); \
+	if [ -z "$$py312" ] || [ ! -x "$$py312" ]; then \
+	  echo "SKIP: no Python 3.12 found (pyenv or python3.12 on PATH): the ansible-core 2.21 / Python 3.12 layer did not run"; exit 0; fi; \
+	echo "Python 3.12 layer with $$py312 and $(PY312_CORE)"; \
+	test -x $(VENV312)/bin/python || "$$py312" -m venv $(VENV312); \
+	$(VENV312)/bin/python -m pip install -q $(PY312_CORE) $$(grep -E '^(kubernetes|PyYAML|jmespath|pytest|hypothesis)==' tests/requirements.txt); \
+	$(call bootstrap_ansible_test,$(VENV312)/bin/python); \
+	(cd $(INSTALLED) && $(CURDIR)/$(VENV312)/bin/ansible-test sanity --local --python 3.12 --color no); \
+	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VENV312)/bin/python -m pytest -q -p no:cacheprovider tests/unit
+
+pytest: install
+	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) tests
+
+# Order matters: the last thing printed is the test runner's summary line.
+test: install sanity lint ruff test-py312 pytest
+
+test-real: install
+	@bash tests/tools/test_real.sh "$(COLLECTIONS)"
+
+demo: install
+	@bash examples/demo.sh "$(COLLECTIONS)"
+
+# The peers (kubernetes.core from the `ansible` package) and every ansible-playbook of the benchmark
+# run from their own venv, so the test venv stays ansible-core only.
+BENCH_VENV := .venv-bench
+BENCH_ARGS ?=
+
+$(BENCH_VENV)/.installed: tests/requirements-bench.txt tests/requirements.txt
+	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install -q -r tests/requirements-bench.txt
+	@touch $@
+
+bench: install $(BENCH_VENV)/.installed
+	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m tests.bench --objects $(N) --ansible-venv $(CURDIR)/$(BENCH_VENV) $(BENCH_ARGS)
+
+clean:
+	rm -rf build $(TEST_ROOT) .pytest_cache .ruff_cache

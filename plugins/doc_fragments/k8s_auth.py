@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Connection options shared by stacksync.k8s modules (same names and variables as kubernetes.core)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    DOCUMENTATION = r"""
+options:
+  host:
+    description:
+      - URL of the Kubernetes API server. Can also be specified via the E(K8S_AUTH_HOST) environment variable.
+    type: str
+  api_key:
+    description:
+      - Bearer token used to authenticate with the API. Can also be specified via the E(K8S_AUTH_API_KEY)
+        environment variable.
+    type: str
+  kubeconfig:
+    description:
+      - Path to an existing Kubernetes config file, or the configuration as a dictionary. If not provided, and
+        no other connection options are provided, the in-cluster service account is tried, then C(~/.kube/config).
+        Can also be specified via the E(K8S_AUTH_KUBECONFIG) environment variable.
+    type: raw
+  context:
+    description:
+      - The name of a context found in the config file. Can also be specified via the E(K8S_AUTH_CONTEXT)
+        environment variable.
+    type: str
+  username:
+    description:
+      - Username for HTTP basic authentication (only for clusters configured to accept it). Can also be specified
+        via the E(K8S_AUTH_USERNAME) environment variable.
+    type: str
+  password:
+    description:
+      - Password for HTTP basic authentication. Can also be specified via the E(K8S_AUTH_PASSWORD) environment
+        variable.
+    type: str
+  client_cert:
+    description:
+      - Path to a certificate used to authenticate with the API. Can also be specified via the
+        E(K8S_AUTH_CERT_FILE) environment variable.
+    type: path
+    aliases: [ cert_file ]
+  client_key:
+    description:
+      - Path to a key file used to authenticate with the API. Can also be specified via the E(K8S_AUTH_KEY_FILE)
+        environment variable.
+    type: path
+    aliases: [ key_file ]
+  ca_cert:
+    description:
+      - Path to a CA certificate (full chain) used to verify the API server. Can also be specified via the
+        E(K8S_AUTH_SSL_CA_CERT) environment variable.
+    type: path
+    aliases: [ ssl_ca_cert ]
+  validate_certs:
+    description:
+      - Whether or not to verify the API server's TLS certificate. Can also be specified via the
+        E(K8S_AUTH_VERIFY_SSL) environment variable.
+      - Verification is on unless the kubeconfig or this option turns it off.
+    type: bool
+    aliases: [ verify_ssl ]
+  proxy:
+    description:
+      - URL of an HTTP proxy to use for the connection. Can also be specified via the E(K8S_AUTH_PROXY)
+        environment variable.
+      - The usual E(HTTP_PROXY)/E(HTTPS_PROXY) variables are not used.
+    type: str
+  no_proxy:
+    description:
+      - Comma separated list of hosts/domains that must not go through O(proxy). Can also be specified via the
+        E(K8S_AUTH_NO_PROXY) environment variable.
+    type: str
+  proxy_headers:
+    description:
+      - Headers sent to the HTTP proxy.
+    type: dict
+    suboptions:
+      proxy_basic_auth:
+        type: str
+        description:
+          - Colon-separated username:password for proxy basic authentication. Can also be specified via the
+            E(K8S_AUTH_PROXY_HEADERS_PROXY_BASIC_AUTH) environment variable.
+      basic_auth:
+        type: str
+        description:
+          - Colon-separated username:password for basic authentication header. Can also be specified via the
+            E(K8S_AUTH_PROXY_HEADERS_BASIC_AUTH) environment variable.
+      user_agent:
+        type: str
+        description:
+          - User agent sent to the proxy. Can also be specified via the E(K8S_AUTH_PROXY_HEADERS_USER_AGENT)
+            environment variable.
+  persist_config:
+    description:
+      - Whether to save refreshed kubeconfig tokens (OIDC, gcloud) back to the kubeconfig file. Can also be
+        specified via the E(K8S_AUTH_PERSIST_CONFIG) environment variable.
+    type: bool
+  impersonate_user:
+    description:
+      - Username to impersonate for the operation. Can also be specified via the E(K8S_AUTH_IMPERSONATE_USER)
+        environment variable.
+    type: str
+  impersonate_groups:
+    description:
+      - Groups to impersonate for the operation. Can also be specified via the E(K8S_AUTH_IMPERSONATE_GROUPS)
+        environment variable (comma separated).
+    type: list
+    elements: str
+notes:
+  - To avoid TLS verification errors when O(validate_certs=true), the full certificate chain of the API server must
+    be provided through O(ca_cert) or the kubeconfig file.
+requirements:
+  - python >= 3.9
+  - kubernetes >= 24.2.0
+  - PyYAML >= 5.4
+  - urllib3
+"""

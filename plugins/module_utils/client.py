@@ -1,0 +1,285 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A small, thread-safe Kubernetes API client: raw JSON over one urllib3 connection pool.
+
+Why not the ``kubernetes`` package's API classes: they deserialize into model objects, open a pool
+per ``ApiClient`` and are slow for thousands of objects. We only use the package to *load*
+credentials (kubeconfig incl. exec plugins, in-cluster config) into a
+``kubernetes.client.Configuration`` (see :mod:`.auth`); every request then goes through
+:class:`KubeClient`, which owns a single ``urllib3.PoolManager`` sized for the worker threads.
+
+Retries: 429 (honouring ``Retry-After``), 5xx and connection errors are retried with bounded
+exponential backoff. Every request we send is idempotent at the API level (server-side apply, GET,
+DELETE -- a retried DELETE may answer 404, which callers treat as "gone"; a retried create of the
+Lease may answer 409, which the lock handles).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import contextlib
+import json
+import random
+import threading
+import time
+
+try:
+    from urllib.parse import quote, urlencode
+except ImportError:  # pragma: no cover - Python 2 is not supported, keeps sanity happy
+    from urllib import quote, urlencode  # type: ignore
+
+try:
+    import urllib3
+    from urllib3._collections import HTTPHeaderDict
+
+    HAS_URLLIB3 = True
+    URLLIB3_IMPORT_ERROR = None
+except ImportError as _e:  # pragma: no cover
+    HAS_URLLIB3 = False
+    URLLIB3_IMPORT_ERROR = _e
+
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+JSON = "application/json"
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+RETRY_STATUSES = (429, 500, 502, 503, 504)
+
+
+class ApiError(Exception):
+    """An API request failed. ``status`` is the HTTP status (0 for connection errors)."""
+
+    def __init__(self, status, reason="", message="", causes=None, method="", path=""):
+        self.status = status
+        self.reason = reason or ""
+        self.message = message or ""
+        self.causes = causes or []
+        self.method = method
+        self.path = path
+        super(ApiError, self).__init__(self.describe())
+
+    def describe(self):
+        text = "%s %s: %s" % (self.status, self.reason or "Error", self.message or "(no message)")
+        return text
+
+    @property
+    def is_not_found(self):
+        return self.status == 404
+
+    @property
+    def is_conflict(self):
+        return self.status == 409
+
+    @property
+    def is_forbidden(self):
+        return self.status == 403
+
+    def immutable_fields(self):
+        """Fields the server refused to change because they are immutable ([] if not that error)."""
+        fields = []
+        if self.status not in (400, 422):
+            return fields
+        for cause in self.causes:
+            if "immutable" in (cause.get("message") or ""):
+                fields.append(cause.get("field") or "?")
+        if not fields and "immutable" in self.message:
+            fields.append("?")
+        return fields
+
+    @classmethod
+    def from_response(cls, status, data, method="", path=""):
+        body = None
+        try:
+            body = json.loads(data.decode("utf-8")) if data else None
+        except (ValueError, UnicodeDecodeError):
+            body = None
+        if isinstance(body, dict) and body.get("kind") == "Status":
+            details = body.get("details") or {}
+            return cls(status, body.get("reason"), body.get("message"), details.get("causes"), method, path)
+        text = ""
+        if data:
+            text = data[:300].decode("utf-8", "replace").strip()
+        return cls(status, "", text, None, method, path)
+
+
+class KubeClient:
+    """Raw JSON client. Thread-safe; counts requests per method (``counts``) for tests and reports.
+
+    :param server: API server URL (``https://host:port``).
+    :param auth: callable returning a dict of auth headers (called per request so exec plugins and
+        refreshed tokens keep working), or ``None``.
+    :param pool_kwargs: TLS / proxy keyword arguments for urllib3 (see :func:`.auth.pool_kwargs`).
+    """
+
+    def __init__(self, server, auth=None, headers=None, pool_kwargs=None, proxy=None, proxy_headers=None,
+                 impersonate_groups=None, maxsize=8, max_attempts=6, backoff=0.2, max_backoff=10.0, timeout=(10.0, 120.0)):
+        self.server = server.rstrip("/")
+        self._auth = auth
+        self._headers = HTTPHeaderDict(headers or {})
+        for group in impersonate_groups or ():
+            self._headers.add("Impersonate-Group", group)
+        kwargs = dict(pool_kwargs or {})
+        kwargs["maxsize"] = max(int(maxsize), 1)
+        kwargs["block"] = True
+        kwargs["timeout"] = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+        if proxy:
+            self._pool = urllib3.ProxyManager(proxy, proxy_headers=proxy_headers, **kwargs)
+        else:
+            self._pool = urllib3.PoolManager(**kwargs)
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._lock = threading.Lock()
+        self.counts = {}
+        self.retries = 0
+        self.sleep = time.sleep
+
+    # -- accounting -------------------------------------------------------------------------
+    def _count(self, method):
+        with self._lock:
+            self.counts[method] = self.counts.get(method, 0) + 1
+
+    @property
+    def total_requests(self):
+        with self._lock:
+            return sum(self.counts.values())
+
+    @property
+    def write_requests(self):
+        with self._lock:
+            return sum(v for k, v in self.counts.items() if k in WRITE_METHODS)
+
+    # -- requests ---------------------------------------------------------------------------
+    def request(self, method, path, params=None, body=None, content_type=JSON, accept=JSON, raw=False,
+                with_status=False):
+        """Send one request; return the decoded JSON body (or ``(status, headers, bytes)`` if raw,
+        ``(status, body)`` if with_status).
+
+        Raises :class:`ApiError` on a non-2xx answer after retries.
+        """
+        url = self.server + path
+        if params:
+            url += "?" + urlencode([(k, v) for k, v in params.items() if v is not None])
+        headers = HTTPHeaderDict(self._headers)
+        headers["Accept"] = accept
+        if self._auth is not None:
+            headers.update(self._auth())
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode("utf-8")
+        attempt = 0
+        while True:
+            attempt += 1
+            self._count(method)
+            try:
+                resp = self._pool.request(method, url, body=data, headers=headers, retries=False,
+                                          preload_content=True, redirect=False)
+            except urllib3.exceptions.HTTPError as e:
+                if attempt >= self.max_attempts:
+                    raise ApiError(0, "ConnectionError", "%s %s: %s" % (method, path, _safe(e)), None, method, path) from None
+                self._pause(attempt, None)
+                continue
+            status = resp.status
+            if status in RETRY_STATUSES and attempt < self.max_attempts:
+                self._pause(attempt, resp.headers.get("Retry-After"))
+                continue
+            if raw:
+                return status, resp.headers, resp.data
+            if status < 200 or status >= 300:
+                raise ApiError.from_response(status, resp.data, method, path)
+            decoded = {}
+            if resp.data:
+                try:
+                    decoded = json.loads(resp.data.decode("utf-8"))
+                except (ValueError, UnicodeDecodeError):
+                    raise ApiError(status, "BadResponse", "response is not JSON", None, method, path) from None
+            return (status, decoded) if with_status else decoded
+
+    def _pause(self, attempt, retry_after):
+        with self._lock:
+            self.retries += 1
+        delay = None
+        if retry_after:
+            try:
+                delay = float(retry_after)
+            except ValueError:
+                delay = None
+        if delay is None:
+            delay = self.backoff * (2 ** (attempt - 1))
+            delay = delay * (0.5 + random.random() / 2)
+        self.sleep(min(max(delay, 0.0), self.max_backoff))
+
+    # -- verbs ------------------------------------------------------------------------------
+    def get(self, path, params=None):
+        return self.request("GET", path, params=params)
+
+    def get_or_none(self, path):
+        try:
+            return self.get(path)
+        except ApiError as e:
+            if e.is_not_found:
+                return None
+            raise
+
+    def list(self, path, label_selector=None, limit=500):
+        """All items of a collection (follows ``continue``); items get ``apiVersion``/``kind`` set."""
+        params = {"limit": str(limit)}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        items = []
+        while True:
+            page = self.get(path, params)
+            kind = page.get("kind") or ""
+            if kind.endswith("List"):
+                kind = kind[:-4]
+            for item in page.get("items") or []:
+                item.setdefault("apiVersion", page.get("apiVersion"))
+                item.setdefault("kind", kind)
+                items.append(item)
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+            params["continue"] = token
+
+    def apply(self, path, manifest, field_manager, force=False, dry_run=False, with_status=False):
+        """Server-side apply (``PATCH`` with ``application/apply-patch+yaml``; JSON is valid YAML).
+
+        With ``with_status`` returns ``(status, object)``: 201 means the apply created the object.
+        """
+        params = {"fieldManager": field_manager}
+        if force:
+            params["force"] = "true"
+        if dry_run:
+            params["dryRun"] = "All"
+        return self.request("PATCH", path, params=params, body=manifest, content_type=APPLY_PATCH,
+                            with_status=with_status)
+
+    def create(self, path, body, dry_run=False):
+        return self.request("POST", path, params={"dryRun": "All"} if dry_run else None, body=body)
+
+    def replace(self, path, body):
+        return self.request("PUT", path, body=body)
+
+    def delete(self, path, propagation_policy=None, preconditions=None, dry_run=False):
+        body = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation_policy:
+            body["propagationPolicy"] = propagation_policy
+        if preconditions:
+            body["preconditions"] = preconditions
+        return self.request("DELETE", path, params={"dryRun": "All"} if dry_run else None, body=body)
+
+    def close(self):
+        with contextlib.suppress(Exception):
+            self._pool.clear()
+
+
+def quote_name(name):
+    return quote(name, safe="")
+
+
+def _safe(exc):
+    """A connection error message without URL credentials."""
+    text = str(exc)
+    return text[:300]

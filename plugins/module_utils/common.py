@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Glue between AnsibleModule and the engine: dependency checks, Secret-safe invocation logging."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import sys
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.stacksync.k8s.plugins.module_utils.diff import redact_secret
+
+#: (import flag module attribute, pip requirement) checked before anything else runs.
+REQUIREMENTS = (
+    ("kubernetes", "kubernetes>=24.2.0"),
+    ("urllib3", "urllib3"),
+)
+
+
+def redact_resources(resources):
+    """Copy of ``resources`` with every Secret's data/stringData values replaced by a marker."""
+    if not isinstance(resources, list):
+        return resources
+    out = []
+    for item in resources:
+        if isinstance(item, dict) and item.get("kind") == "Secret":
+            out.append(redact_secret(item))
+        else:
+            out.append(item)
+    return out
+
+
+class StackModule(AnsibleModule):
+    """AnsibleModule that never logs or echoes Secret values passed in ``resources``.
+
+    ``resources`` cannot be ``no_log`` (Ansible would then mask every string in it -- namespaces,
+    kinds -- throughout the result), so the invocation logged to syslog and returned as
+    ``invocation`` carries a redacted copy instead.
+    """
+
+    def _safe_params(self):
+        params = copy.copy(self.params)
+        if "resources" in params:
+            params["resources"] = redact_resources(params["resources"])
+        for name, spec in self.argument_spec.items():
+            if spec.get("no_log") and params.get(name) is not None:
+                params[name] = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+        return params
+
+    def _log_invocation(self):
+        real = self.params
+        self.params = self._safe_params()
+        try:
+            super(StackModule, self)._log_invocation()
+        finally:
+            self.params = real
+
+    def exit_json(self, **kwargs):
+        kwargs.setdefault("invocation", {"module_args": self._safe_params()})
+        super(StackModule, self).exit_json(**kwargs)
+
+    def fail_json(self, msg, **kwargs):
+        kwargs.setdefault("invocation", {"module_args": self._safe_params()})
+        super(StackModule, self).fail_json(msg, **kwargs)
+
+
+def check_requirements(module, flags):
+    """Fail with missing_required_lib for the first missing package (flags: {name: (ok, error)})."""
+    for name, requirement in REQUIREMENTS:
+        ok, error = flags.get(name, (True, None))
+        if not ok:
+            module.fail_json(msg="%s Install %s in the Python at %s." % (
+                missing_required_lib(requirement), requirement, sys.executable), exception=str(error))

@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Metadata keys stacksync.k8s writes and reads. One place, so docs and code agree."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOMAIN = "stacksync.io"
+
+#: Label naming the stack an object belongs to (a valid label value, <= 63 chars).
+STACK_LABEL = DOMAIN + "/stack"
+#: Annotation: checksum of the object's own desired manifest ("sha256:<hex>", keyed for Secrets).
+CHECKSUM_ANNOTATION = DOMAIN + "/checksum"
+#: Annotation: ownership mark derived from the stack name *and* the object's identity.
+OWNER_ANNOTATION = DOMAIN + "/owner"
+#: Annotation: opt-out; an object carrying ``"true"`` is neither applied nor pruned.
+IGNORE_ANNOTATION = DOMAIN + "/ignore"
+#: Annotation: delete and recreate the object when an apply hits an immutable field.
+RECREATE_ANNOTATION = DOMAIN + "/recreate-on-immutable"
+#: Annotation the manifests lookup sets to say where a manifest came from ("path#document").
+#: The stack module strips it before applying, so it never reaches the cluster.
+SOURCE_ANNOTATION = DOMAIN + "/source"
+#: Label on the per-stack record object (value: the stack name).
+RECORD_LABEL = DOMAIN + "/record-of"
+
+DEFAULT_FIELD_MANAGER = "stacksync"

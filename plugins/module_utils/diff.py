@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Drift check, Secret redaction and per-object diffs. Pure functions, no I/O.
+
+The drift check backs the no-op fast path: an object whose live copy already carries the desired
+checksum *and* contains every field we would apply, with the same value, is not written. When in
+doubt (lists whose order differs, values the server normalises) it answers "drifted", so the
+object is simply applied again: correctness over speed.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+REDACTED = "<redacted>"
+REDACTED_CHANGED = "<redacted, changed>"
+#: metadata dropped from diffs: noise that changes on every write.
+DIFF_NOISE = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid", "selfLink")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _same_scalar(a, b):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return a == b
+
+
+def _list_key(items):
+    """Merge key for a list of mappings if every item has a unique ``name`` (containers, ports…)."""
+    for key in ("name", "containerPort", "port", "type"):
+        if items and all(isinstance(i, dict) and key in i for i in items):
+            values = [i[key] for i in items]
+            if len(set(map(repr, values))) == len(values):
+                return key
+    return None
+
+
+def contains(desired, live):
+    """True if every field of ``desired`` is present in ``live`` with the same value.
+
+    ``None`` in desired matches a missing or null field. Lists must have the same length; lists of
+    mappings are matched by a merge key (``name``, ``port``…) when each item has a unique one,
+    else position by position.
+    """
+    if desired is None:
+        return live is None
+    if isinstance(desired, dict):
+        if not isinstance(live, dict):
+            return False
+        for k, v in desired.items():
+            if v is None:
+                if live.get(k) is not None:
+                    return False
+                continue
+            if live.get(k) is None:
+                if v == {} or v == []:  # the server drops empty maps/lists (or sends null): same meaning
+                    continue
+                return False
+            if not contains(v, live[k]):
+                return False
+        return True
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(desired) != len(live):
+            return False
+        key = _list_key(desired)
+        if key is not None and _list_key(live) == key:
+            by_key = dict((repr(i.get(key)), i) for i in live)
+            return all(repr(d[key]) in by_key and contains(d, by_key[repr(d[key])]) for d in desired)
+        return all(contains(d, lv) for d, lv in zip(desired, live))
+    return _same_scalar(desired, live)
+
+
+def in_sync(desired, live, checksum_annotation):
+    """The no-op test: live carries the desired checksum and nothing we apply drifted."""
+    if live is None:
+        return False
+    want = ((desired.get("metadata") or {}).get("annotations") or {}).get(checksum_annotation)
+    have = ((live.get("metadata") or {}).get("annotations") or {}).get(checksum_annotation)
+    return want is not None and want == have and contains(desired, live)
+
+
+def redact_secret(obj, compare_to=None):
+    """Copy of a Secret with every ``data``/``stringData`` value replaced by a marker.
+
+    With ``compare_to`` (the other side of a diff), changed, added and removed keys are marked so a
+    diff still shows *which* keys changed, never their values. The kubectl last-applied annotation
+    (which would hold the data) is redacted too.
+    """
+    if obj is None:
+        return None
+    out = copy.deepcopy(obj)
+    other = (compare_to or {}) if compare_to is not None else None
+    for field in ("data", "stringData"):
+        values = out.get(field)
+        if not isinstance(values, dict):
+            continue
+        others = (other.get(field) or {}) if other is not None else None
+        redacted = {}
+        for k, v in values.items():
+            if others is not None and (k not in others or others[k] != v):
+                redacted[k] = REDACTED_CHANGED
+            else:
+                redacted[k] = REDACTED
+        out[field] = redacted
+    annotations = (out.get("metadata") or {}).get("annotations")
+    if isinstance(annotations, dict) and LAST_APPLIED in annotations:
+        annotations[LAST_APPLIED] = REDACTED
+    return out
+
+
+def clean(obj):
+    """Copy of a live object without the metadata noise (for diffs and results)."""
+    if obj is None:
+        return None
+    out = copy.deepcopy(obj)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        for key in DIFF_NOISE:
+            meta.pop(key, None)
+    return out
+
+
+def object_diff(before, after, secret=False):
+    """``{"before": ..., "after": ...}`` for Ansible's diff output; Secret values redacted."""
+    before, after = clean(before), clean(after)
+    if secret:
+        before, after = redact_secret(before, after), redact_secret(after, before)
+    return {"before": before if before is not None else {}, "after": after if after is not None else {}}

@@ -1,0 +1,256 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Manifests as stacksync sees them: validation, canonical form, checksums, ownership mark.
+
+Pure functions, no I/O.
+
+* The **checksum** (annotation ``stacksync.io/checksum``) is taken over the canonical JSON of the
+  desired manifest *with its identity* (group, kind, resolved namespace, name) and without our own
+  ``stacksync.io/*`` metadata, ``status`` and server-set metadata, so it only changes when what git
+  says about this object changes. Secrets use HMAC-SHA256 with a per-stack key (kept in a Secret in
+  the record namespace), so the annotation cannot be used to confirm a guessed value.
+* The **owner mark** (annotation ``stacksync.io/owner``) is a short SHA-256 of the stack name and
+  the object's own identity. A live object is the stack's only if its label names the stack *and*
+  its mark equals the mark computed from its own live identity, so a label or annotation copied
+  onto another object (operators copying labels to children, fluxcd/flux#1787) never makes that
+  object prunable.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import copy
+import hashlib
+import hmac
+import json
+import re
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
+    CHECKSUM_ANNOTATION,
+    DOMAIN,
+    IGNORE_ANNOTATION,
+    OWNER_ANNOTATION,
+    RECREATE_ANNOTATION,
+    SOURCE_ANNOTATION,
+    STACK_LABEL,
+)
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, group_of
+
+#: metadata the server sets; never part of the desired state.
+SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+                   "deletionGracePeriodSeconds", "managedFields", "selfLink")
+LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+LABEL_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MARK_LENGTH = 20
+
+
+class ManifestError(ValueError):
+    """A manifest is invalid; the message names it."""
+
+
+def is_true(value):
+    return str(value).strip().lower() in ("true", "yes", "1")
+
+
+def valid_label_value(value):
+    return isinstance(value, str) and len(value) <= 63 and bool(LABEL_VALUE_RE.match(value))
+
+
+def valid_label_key(key):
+    if not isinstance(key, str) or not key:
+        return False
+    prefix, _sep, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN_RE.match(prefix)):
+        return False
+    return len(name) <= 63 and bool(LABEL_NAME_RE.match(name))
+
+
+def describe(manifest, index=None):
+    """Short human name of a manifest for error messages (``Kind ns/name`` or ``document N``)."""
+    if not isinstance(manifest, dict):
+        return "document %s" % index if index is not None else "document"
+    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    src = (meta.get("annotations") or {}).get(SOURCE_ANNOTATION) if isinstance(meta.get("annotations"), dict) else None
+    name = "%s %s%s" % (manifest.get("kind") or "?", (str(meta.get("namespace")) + "/") if meta.get("namespace") else "",
+                        meta.get("name") or "?")
+    if src:
+        name += " (from %s)" % src
+    elif index is not None:
+        name += " (resources[%d])" % index
+    return name
+
+
+def validate_manifest(manifest, index=None):
+    """Raise :class:`ManifestError` unless ``manifest`` is a well-formed object we can apply."""
+    what = describe(manifest, index)
+    if not isinstance(manifest, dict):
+        raise ManifestError("%s is not a mapping" % what)
+    api_version = manifest.get("apiVersion")
+    if not isinstance(api_version, str) or not api_version or api_version.count("/") > 1:
+        raise ManifestError("%s: apiVersion must be a string like 'v1' or 'apps/v1'" % what)
+    kind = manifest.get("kind")
+    if not isinstance(kind, str) or not re.match(r"^[A-Za-z][A-Za-z0-9]*$", kind):
+        raise ManifestError("%s: kind must be a string" % what)
+    if kind.endswith("List") and isinstance(manifest.get("items"), list):
+        raise ManifestError("%s: List objects are not supported; give the items as separate resources" % what)
+    meta = manifest.get("metadata")
+    if not isinstance(meta, dict):
+        raise ManifestError("%s: metadata must be a mapping" % what)
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        if meta.get("generateName"):
+            raise ManifestError("%s: generateName is not supported (objects need a stable name to be synced)" % what)
+        raise ManifestError("%s: metadata.name is required" % what)
+    if len(name) > 253 or "/" in name or name in (".", "..") or "%" in name:
+        raise ManifestError("%s: invalid metadata.name %r" % (what, name))
+    ns = meta.get("namespace")
+    if ns is not None and (not isinstance(ns, str) or (ns and not DNS_LABEL_RE.match(ns)) or len(ns) > 63):
+        raise ManifestError("%s: invalid metadata.namespace %r" % (what, ns))
+    for field in ("labels", "annotations"):
+        value = meta.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise ManifestError("%s: metadata.%s must be a mapping" % (what, field))
+        for k, v in value.items():
+            if not valid_label_key(k):
+                raise ManifestError("%s: invalid %s key %r" % (what, field[:-1], k))
+            if not isinstance(v, str):
+                raise ManifestError("%s: metadata.%s[%r] must be a string, got %s" % (what, field, k, type(v).__name__))
+            if field == "labels" and not valid_label_value(v):
+                raise ManifestError("%s: invalid label value %r for %r (at most 63 characters: letters, digits, "
+                                    "'-', '_', '.', beginning and ending with a letter or digit)" % (what, v, k))
+
+
+def strip_source(manifest):
+    """A deep copy without the lookup's ``stacksync.io/source`` annotation (never reaches the cluster)."""
+    out = copy.deepcopy(manifest)
+    meta = out.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
+        meta["annotations"].pop(SOURCE_ANNOTATION, None)
+        if not meta["annotations"]:
+            del meta["annotations"]
+    return out
+
+
+def annotation(obj, key):
+    return ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+
+
+def label(obj, key):
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(key)
+
+
+def is_ignored(obj):
+    return is_true(annotation(obj, IGNORE_ANNOTATION) or "")
+
+
+def wants_recreate(obj):
+    return is_true(annotation(obj, RECREATE_ANNOTATION) or "")
+
+
+def is_secret(oid_or_obj):
+    if isinstance(oid_or_obj, ObjectId):
+        return oid_or_obj.group == "" and oid_or_obj.kind == "Secret"
+    return group_of(oid_or_obj.get("apiVersion") or "v1") == "" and oid_or_obj.get("kind") == "Secret"
+
+
+def normalize_secret(manifest):
+    """Fold ``stringData`` into base64 ``data`` (what the server stores), in place.
+
+    Applying ``data`` is equivalent, keeps the checksum independent of which form git uses, and lets
+    the drift check compare against the live object (which never shows ``stringData``).
+    """
+    string_data = manifest.pop("stringData", None)
+    if string_data:
+        data = manifest.get("data") or {}
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(str(v).encode("utf-8")).decode("ascii")
+        manifest["data"] = data
+    return manifest
+
+
+def resolve_identity(manifest, info, default_namespace):
+    """Identity of ``manifest`` given its discovery ``info``; returns ``(ObjectId, warning_or_None)``.
+
+    Scope comes from discovery: namespaced objects without a namespace get ``default_namespace``;
+    a cluster-scoped manifest that names a namespace is applied without one (with a warning).
+    The manifest is updated in place to carry the resolved namespace.
+    """
+    meta = manifest["metadata"]
+    warning = None
+    if info.namespaced:
+        ns = meta.get("namespace") or default_namespace
+        meta["namespace"] = ns
+    else:
+        ns = ""
+        if meta.get("namespace"):
+            warning = "%s %s is cluster-scoped; its namespace %r is ignored" % (
+                manifest.get("kind"), meta.get("name"), meta.get("namespace"))
+        meta.pop("namespace", None)
+    return ObjectId(info.group, info.kind, ns, meta["name"]), warning
+
+
+def canonical(manifest):
+    """The part of a manifest its checksum covers (a new dict; the input is not changed)."""
+    out = dict((k, v) for k, v in manifest.items() if k != "status")
+    meta = dict(out.get("metadata") or {})
+    for key in (*SERVER_METADATA, "namespace"):
+        meta.pop(key, None)
+    for field in ("labels", "annotations"):
+        values = dict((k, v) for k, v in (meta.get(field) or {}).items() if not k.startswith(DOMAIN + "/"))
+        if values:
+            meta[field] = values
+        else:
+            meta.pop(field, None)
+    out["metadata"] = meta
+    return out
+
+
+def checksum(manifest, oid, key=None):
+    """``sha256:<hex>`` of the canonical form + identity; ``hmac-sha256:<hex>`` when ``key`` is given."""
+    payload = json.dumps({"identity": list(oid), "object": canonical(manifest)}, sort_keys=True,
+                         separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    if key is not None:
+        return "hmac-sha256:" + hmac.new(key, payload, hashlib.sha256).hexdigest()
+    return "sha256:" + hashlib.sha256(payload).hexdigest()
+
+
+def stack_checksum(checksums):
+    """Aggregate checksum of a whole stack (order-independent)."""
+    return "sha256:" + hashlib.sha256("\n".join(sorted(checksums)).encode("utf-8")).hexdigest()
+
+
+def owner_mark(stack, oid):
+    """Short SHA-256 of the stack name and the object's identity (not a secret, a binding)."""
+    text = "\n".join([stack, oid.group, oid.kind, oid.namespace, oid.name])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:MARK_LENGTH]
+
+
+def stamp(manifest, stack, oid, digest):
+    """Add the stack label, checksum and owner mark to ``manifest`` (in place) and return it."""
+    meta = manifest.setdefault("metadata", {})
+    labels = meta.get("labels") or {}
+    labels[STACK_LABEL] = stack
+    meta["labels"] = labels
+    annotations = meta.get("annotations") or {}
+    annotations[CHECKSUM_ANNOTATION] = digest
+    annotations[OWNER_ANNOTATION] = owner_mark(stack, oid)
+    meta["annotations"] = annotations
+    return manifest
+
+
+def live_identity(obj, info):
+    """Identity of a live object read through resource ``info``."""
+    meta = obj.get("metadata") or {}
+    return ObjectId(info.group, info.kind, (meta.get("namespace") or "") if info.namespaced else "", meta.get("name"))
+
+
+def owned_by(obj, stack, oid):
+    """True if live ``obj`` (identity ``oid``) is ``stack``'s: label matches *and* mark matches identity."""
+    return label(obj, STACK_LABEL) == stack and annotation(obj, OWNER_ANNOTATION) == owner_mark(stack, oid)

@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ordering stages, prune candidate selection and the namespace-emptiness rule. Pure, no I/O."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, is_ignored, owned_by
+
+#: Apply stages (prune runs them in reverse). Stage 0 must exist before anything can go in it:
+#: Namespaces and CRDs (after which we wait for CRDs to be Established and re-read discovery).
+#: Stage 1: cluster/namespace prerequisites other objects refer to at admission time. Stage 3:
+#: webhooks and API services last, so a webhook whose backend is not yet deployed cannot block the
+#: applies of the stack that deploys it. Everything else (incl. custom resources) is stage 2.
+STAGES = {
+    ("", "Namespace"): 0,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): 0,
+    ("scheduling.k8s.io", "PriorityClass"): 1,
+    ("storage.k8s.io", "StorageClass"): 1,
+    ("node.k8s.io", "RuntimeClass"): 1,
+    ("networking.k8s.io", "IngressClass"): 1,
+    ("", "ResourceQuota"): 1,
+    ("", "LimitRange"): 1,
+    ("", "ServiceAccount"): 1,
+    ("rbac.authorization.k8s.io", "ClusterRole"): 1,
+    ("rbac.authorization.k8s.io", "Role"): 1,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): 1,
+    ("rbac.authorization.k8s.io", "RoleBinding"): 1,
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): 3,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): 3,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): 3,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): 3,
+    ("apiregistration.k8s.io", "APIService"): 3,
+}
+DEFAULT_STAGE = 2
+NAMESPACE_GK = ("", "Namespace")
+CRD_GK = ("apiextensions.k8s.io", "CustomResourceDefinition")
+
+
+def stage_of(group_kind):
+    return STAGES.get(tuple(group_kind), DEFAULT_STAGE)
+
+
+def by_stage(items, key=lambda x: x):
+    """``[(stage, [items])]`` in apply order; ``key`` gives an item's ObjectId."""
+    stages = {}
+    for item in items:
+        stages.setdefault(stage_of(key(item).group_kind), []).append(item)
+    return sorted(stages.items())
+
+
+def prune_decision(obj, oid, stack, desired_ids, desired_checksums):
+    """Why live ``obj`` must *not* be pruned (a reason string), or ``None`` if it is a candidate.
+
+    A candidate is the stack's (label and identity-bound mark), not desired by identity, whose
+    checksum is not that of any desired manifest (both tests must agree), has no
+    ownerReferences (controller children inherit labels) and is not ignore-annotated.
+    """
+    if not owned_by(obj, stack, oid):
+        return "not owned by this stack (label or owner mark does not match its identity)"
+    if oid in desired_ids:
+        return "still desired"
+    if annotation(obj, CHECKSUM_ANNOTATION) in desired_checksums:
+        return "its checksum matches a desired manifest"
+    meta = obj.get("metadata") or {}
+    if meta.get("ownerReferences"):
+        return "has ownerReferences (managed by a controller)"
+    if is_ignored(obj):
+        return "ignore annotation set"
+    return None
+
+
+#: ConfigMaps every namespace gets from the cluster itself.
+CLUSTER_CONFIGMAPS = ("kube-root-ca.crt", "openshift-service-ca.crt")
+
+
+def cluster_provided(oid, obj, services_pruned=()):
+    """Objects the cluster itself puts in a namespace (not a reason to keep it)."""
+    meta = obj.get("metadata") or {}
+    if meta.get("ownerReferences"):
+        return True
+    if oid.kind == "Event" and oid.group in ("", "events.k8s.io"):
+        return True
+    if oid.group == "" and oid.kind == "ServiceAccount" and oid.name == "default":
+        return True
+    if oid.group == "" and oid.kind == "ConfigMap" and (oid.name in CLUSTER_CONFIGMAPS
+                                                        or oid.name.endswith("openshift-service-ca.crt")):
+        return True
+    # the endpoints controller's copy of a Service we delete (it has no ownerReferences)
+    return oid.group == "" and oid.kind == "Endpoints" and oid.name in services_pruned
+
+
+def namespace_blockers(namespace, objects, prune_ids):
+    """Objects in ``namespace`` that keep it from being pruned: ``[ObjectId]``.
+
+    ``objects`` is ``[(ObjectId, obj)]`` of everything listed in the namespace.
+    """
+    services = set(o.name for o in prune_ids if o.group == "" and o.kind == "Service" and o.namespace == namespace)
+    blockers = []
+    for oid, obj in objects:
+        if oid in prune_ids or cluster_provided(oid, obj, services):
+            continue
+        blockers.append(oid)
+    return blockers

@@ -1,0 +1,343 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: stack
+short_description: Converge a stack of Kubernetes objects to a desired set (apply, label, prune)
+version_added: 0.1.0
+description:
+  - Takes the whole desired set of a I(stack) (a named group of objects, usually one source of a git repository)
+    and converges the cluster to it in one run, with server-side apply.
+  - Every applied object gets the label C(stacksync.io/stack=<name>), the annotation C(stacksync.io/checksum) (SHA-256
+    of the object's own desired manifest in canonical form, identity included, C(stacksync.io/*) metadata, status and
+    server-set metadata excluded; HMAC-SHA256 with a per-stack key for Secrets, so the annotation cannot confirm a
+    guessed value) and the annotation C(stacksync.io/owner) (a short hash of the stack name and the object's own
+    identity, so a label copied onto another object never makes it the stack's).
+  - Objects the stack owns that are no longer desired are pruned (deleted). An object is pruned only if its label
+    and owner mark say it is the stack's, its identity is not desired, its checksum is not that of any desired
+    manifest, it has no ownerReferences, it does not carry C(stacksync.io/ignore=true), and every apply in the run
+    succeeded. A Namespace (or CRD) is not pruned while it still holds objects that are not pruned with it.
+  - The stack's record is a ConfigMap C(stacksync-<name>) in O(record_namespace) with the label
+    C(stacksync.io/record-of=<name>), holding the stack checksum, the commit, the group/kinds the stack uses (the
+    only kinds listed when pruning) and the time of the last sync that changed something. The HMAC key for Secret
+    checksums is the Secret C(stacksync-<name>-key) there, and the Lease C(stacksync-<name>) there locks the stack
+    while a run writes.
+  - When the cluster already matches, the run makes no write requests and reports C(changed=false).
+options:
+  name:
+    description:
+      - Name of the stack. Must be a valid label value (at most 63 characters).
+    type: str
+    required: true
+  resources:
+    description:
+      - The desired manifests (for example from the C(stacksync.k8s.manifests) lookup). The C(stacksync.io/source)
+        annotation the lookup adds is removed before applying.
+      - Objects annotated C(stacksync.io/ignore=true) are neither applied nor pruned.
+      - Ignored with O(state=absent).
+    type: list
+    elements: dict
+    default: []
+  state:
+    description:
+      - V(present) applies O(resources) and prunes what the stack no longer declares.
+      - V(absent) deletes every object of the stack, then its record.
+    type: str
+    choices: [ present, absent ]
+    default: present
+  phase:
+    description:
+      - V(all) applies then prunes.
+      - V(apply) only applies (and widens the record); use it for every source first when several sources are
+        synced together, so an object moving between sources is never deleted.
+      - V(prune) only prunes, with O(resources) as the desired set; nothing is applied.
+    type: str
+    choices: [ all, apply, prune ]
+    default: all
+  prune:
+    description:
+      - Delete objects of the stack that are no longer in O(resources).
+    type: bool
+    default: true
+  allow_empty:
+    description:
+      - Allow pruning to an empty desired set. Without it, an empty O(resources) with O(prune=true) fails, which
+        protects against a broken checkout wiping the stack.
+    type: bool
+    default: false
+  propagation_policy:
+    description:
+      - Deletion propagation policy used when pruning.
+    type: str
+    choices: [ Background, Foreground, Orphan ]
+    default: Background
+  namespace:
+    description:
+      - Namespace for namespaced objects that do not name one.
+      - Defaults to the namespace of the kubeconfig context, else V(default).
+      - Cluster-scoped objects never get a namespace (scope comes from API discovery); a cluster-scoped manifest
+        that names one is applied without it, with a warning.
+    type: str
+  field_manager:
+    description:
+      - Field manager name for server-side apply.
+    type: str
+    default: stacksync
+  force_conflicts:
+    description:
+      - Take over fields owned by other field managers (git is the source of truth, out-of-band edits are
+        reverted). With V(false) a conflict fails the object.
+    type: bool
+    default: true
+  fail_on_shared:
+    description:
+      - Fail before any write if a desired object belongs to another stack. By default it is taken over with a
+        warning naming the other stack.
+    type: bool
+    default: false
+  recreate_on_immutable:
+    description:
+      - When an apply is refused because an immutable field changed, delete and recreate the object. Without it
+        (and without the C(stacksync.io/recreate-on-immutable=true) annotation on the object) the run fails naming
+        the object and field.
+    type: bool
+    default: false
+  record_namespace:
+    description:
+      - Namespace of the stack's record ConfigMap, HMAC key Secret and lock Lease. Must exist.
+    type: str
+    default: kube-system
+  commit:
+    description:
+      - Source commit to store in the stack's record.
+    type: str
+  wait:
+    description:
+      - Wait until the objects written by this run are ready (Deployments, StatefulSets and DaemonSets rolled out,
+        Jobs complete, CRDs established, Namespaces active, PVCs bound, APIServices available, anything else with a
+        C(Ready) condition when it has one).
+    type: bool
+    default: false
+  wait_timeout:
+    description:
+      - Seconds to wait for readiness (O(wait)), for a recreated object to go away, and for the lock.
+    type: int
+    default: 300
+  wait_condition:
+    description:
+      - Readiness rules replacing the built-in one for a kind.
+    type: list
+    elements: dict
+    suboptions:
+      kind:
+        description: Kind the rule applies to.
+        type: str
+        required: true
+      group:
+        description: API group of the kind (any group when omitted; V("") is the core group).
+        type: str
+      expression:
+        description: JMESPath expression evaluated on the live object; the object is ready when it is truthy.
+        type: str
+        required: true
+  concurrency:
+    description:
+      - Maximum number of API requests in flight (applies and deletes run in parallel within an ordering stage).
+    type: int
+    default: 8
+  full_prune_scan:
+    description:
+      - List every listable kind of the cluster with the stack's label when pruning, instead of only the
+        group/kinds in the stack's record. For recovery (for example after the record was deleted).
+    type: bool
+    default: false
+  discovery_cache_dir:
+    description:
+      - Directory for a discovery cache shared between runs (like kubectl's). It is refreshed on a miss and after
+        CRDs are applied. No cache when omitted.
+    type: path
+extends_documentation_fragment:
+  - stacksync.k8s.k8s_auth
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Applies are server-side dry runs; prunes are reported, not done. Nothing is written.
+  diff_mode:
+    support: full
+    details: Per-object before/after for applied and pruned objects; Secret values are redacted.
+  platform:
+    platforms: posix
+author:
+  - stacksync.k8s contributors (@stacksync)
+"""
+
+EXAMPLES = r"""
+- name: Sync the apps stack from a git checkout
+  stacksync.k8s.stack:
+    name: apps
+    resources: "{{ lookup('stacksync.k8s.manifests', checkout_dir ~ '/apps', wantlist=True) }}"
+    commit: "{{ checkout.after }}"
+
+- name: Apply two sources, then prune both (an object moving between them is never deleted)
+  stacksync.k8s.stack:
+    name: "{{ item.stack }}"
+    resources: "{{ item.resources }}"
+    phase: apply
+  loop: "{{ sources }}"
+
+- name: Prune the same sources
+  stacksync.k8s.stack:
+    name: "{{ item.stack }}"
+    resources: "{{ item.resources }}"
+    phase: prune
+  loop: "{{ sources }}"
+
+- name: Remove a stack and everything it owns
+  stacksync.k8s.stack:
+    name: old-apps
+    state: absent
+"""
+
+RETURN = r"""
+applied:
+  description: Desired objects and what happened to them (V(created), V(configured) or V(unchanged)).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "settings", "action": "configured"}]
+pruned:
+  description: Objects deleted (or, in check mode, that would be deleted).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "old", "reason": null}]
+skipped:
+  description: Objects neither applied nor pruned, each with a C(reason).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"apiVersion": "v1", "kind": "Namespace", "namespace": null, "name": "web",
+            "reason": "still contains objects not pruned by this stack: ConfigMap web/manual"}]
+warnings:
+  description: Warnings of the run (also shown as Ansible warnings).
+  returned: always
+  type: list
+  elements: str
+checksum:
+  description: Checksum of the whole stack (aggregate of the per-object C(stacksync.io/checksum) annotations).
+  returned: success
+  type: str
+  sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
+counts:
+  description: Number of objects per outcome.
+  returned: always
+  type: dict
+  sample: {"created": 1, "configured": 2, "unchanged": 10, "pruned": 1, "skipped": 0}
+api_requests:
+  description: API requests made by the run, per HTTP method.
+  returned: always
+  type: dict
+  sample: {"GET": 9}
+diff:
+  description: Per-object before/after (diff mode only). Secret C(data) values are replaced by markers.
+  returned: when diff mode is enabled
+  type: list
+  elements: dict
+"""
+
+import traceback  # noqa: E402
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (  # noqa: E402
+    AUTH_ARG_SPEC,
+    HAS_KUBERNETES,
+    HAS_URLLIB3,
+    KUBERNETES_IMPORT_ERROR,
+    URLLIB3_IMPORT_ERROR,
+    AuthError,
+    build_client,
+)
+from ansible_collections.stacksync.k8s.plugins.module_utils.common import StackModule, check_requirements  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR  # noqa: E402
+
+ARGUMENT_SPEC = dict(
+    name=dict(type="str", required=True),
+    resources=dict(type="list", elements="dict", default=[]),
+    state=dict(type="str", default="present", choices=["present", "absent"]),
+    phase=dict(type="str", default="all", choices=["all", "apply", "prune"]),
+    prune=dict(type="bool", default=True),
+    allow_empty=dict(type="bool", default=False),
+    propagation_policy=dict(type="str", default="Background", choices=["Background", "Foreground", "Orphan"]),
+    namespace=dict(type="str"),
+    field_manager=dict(type="str", default="stacksync"),
+    force_conflicts=dict(type="bool", default=True),
+    fail_on_shared=dict(type="bool", default=False),
+    recreate_on_immutable=dict(type="bool", default=False),
+    record_namespace=dict(type="str", default="kube-system"),
+    commit=dict(type="str"),
+    wait=dict(type="bool", default=False),
+    wait_timeout=dict(type="int", default=300),
+    wait_condition=dict(type="list", elements="dict", options=dict(
+        kind=dict(type="str", required=True),
+        group=dict(type="str"),
+        expression=dict(type="str", required=True),
+    )),
+    concurrency=dict(type="int", default=8),
+    full_prune_scan=dict(type="bool", default=False),
+    discovery_cache_dir=dict(type="path"),
+)
+ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
+
+
+def main():
+    module = StackModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    check_requirements(module, {"kubernetes": (HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR),
+                                "urllib3": (HAS_URLLIB3, URLLIB3_IMPORT_ERROR)})
+    params = module.params
+    if params["wait_condition"] and not HAS_JMESPATH:
+        check_requirements(module, {"jmespath": (False, JMESPATH_IMPORT_ERROR)})
+    if params["concurrency"] < 1:
+        module.fail_json(msg="concurrency must be at least 1")
+    try:
+        client, context_namespace = build_client(params, maxsize=params["concurrency"])
+    except AuthError as e:
+        module.fail_json(msg=str(e))
+    try:
+        manager = StackManager(
+            client, params["name"], namespace=params["namespace"] or context_namespace or "default",
+            field_manager=params["field_manager"], force_conflicts=params["force_conflicts"], prune=params["prune"],
+            propagation_policy=params["propagation_policy"], allow_empty=params["allow_empty"],
+            fail_on_shared=params["fail_on_shared"], recreate_on_immutable=params["recreate_on_immutable"],
+            record_namespace=params["record_namespace"], commit=params["commit"], phase=params["phase"],
+            concurrency=params["concurrency"], full_prune_scan=params["full_prune_scan"],
+            check_mode=module.check_mode, diff=module._diff, wait=params["wait"], wait_timeout=params["wait_timeout"],
+            wait_conditions=params["wait_condition"], discovery_cache_dir=params["discovery_cache_dir"],
+            lock_timeout=params["wait_timeout"])
+        changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
+    except StackError as e:
+        result = e.changeset.result() if e.changeset is not None else {}
+        result["api_requests"] = dict(client.counts)
+        if e.changeset is not None and module._diff and e.changeset.diff:
+            result["diff"] = e.changeset.diff
+        module.fail_json(msg=str(e), **result)
+    except Exception as e:  # an unexpected bug: say what failed, never dump objects
+        module.fail_json(msg="stack %r: unexpected error: %s" % (params["name"], e), exception=traceback.format_exc(),
+                         api_requests=dict(client.counts))
+    for warning in changeset.warnings:
+        module.warn(warning)
+    result = changeset.result()
+    result["api_requests"] = dict(client.counts)
+    if module._diff:
+        result["diff"] = changeset.diff
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: stack_info
+short_description: Report a stack's live objects and what the next sync would do
+version_added: 0.1.0
+description:
+  - Reads a stack written by M(stacksync.k8s.stack) without changing anything. Lists the stack's live objects
+    (those with its label, in the group/kinds its record names) with their checksum status, the commit and time
+    of the last sync recorded for it, and the kinds that could not be listed.
+  - With O(resources), each object is compared with the desired set (V(in_sync), V(drifted), V(out_of_date),
+    V(missing), V(would_prune) or V(kept) with a reason).
+options:
+  name:
+    description: Name of the stack.
+    type: str
+    required: true
+  resources:
+    description:
+      - The desired manifests to compare against (as given to M(stacksync.k8s.stack)). Without them, objects are
+        reported with status V(present) (or V(kept) when protected).
+    type: list
+    elements: dict
+  namespace:
+    description:
+      - Namespace for namespaced objects in O(resources) that do not name one (default the kubeconfig context's
+        namespace, else V(default)).
+    type: str
+  record_namespace:
+    description: Namespace of the stack's record.
+    type: str
+    default: kube-system
+  full_prune_scan:
+    description: List every listable kind with the stack's label instead of the recorded group/kinds.
+    type: bool
+    default: false
+  concurrency:
+    description: Maximum number of API requests in flight.
+    type: int
+    default: 8
+extends_documentation_fragment:
+  - stacksync.k8s.k8s_auth
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: The module never changes anything.
+  diff_mode:
+    support: N/A
+    details: The module never changes anything.
+  platform:
+    platforms: posix
+author:
+  - stacksync.k8s contributors (@stacksync)
+"""
+
+EXAMPLES = r"""
+- name: What would the next sync of the apps stack do?
+  stacksync.k8s.stack_info:
+    name: apps
+    resources: "{{ lookup('stacksync.k8s.manifests', checkout_dir ~ '/apps', wantlist=True) }}"
+  register: info
+
+- name: Show objects that would be pruned
+  ansible.builtin.debug:
+    msg: "{{ info.objects | selectattr('status', 'equalto', 'would_prune') | list }}"
+"""
+
+RETURN = r"""
+objects:
+  description: The stack's live objects (and desired objects not on the cluster), each with a C(status).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "settings", "status": "in_sync",
+            "checksum": "sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"}]
+commit:
+  description: Source commit recorded by the last sync, if any.
+  returned: always
+  type: str
+last_sync_time:
+  description: Time of the last sync that changed the stack (UTC, RFC 3339).
+  returned: always
+  type: str
+group_kinds:
+  description: Group/kinds recorded for the stack (C(Kind.group)).
+  returned: always
+  type: list
+  elements: str
+unverified_kinds:
+  description: Group/kinds that could not be listed (forbidden); their objects are not reported.
+  returned: always
+  type: list
+  elements: str
+checksum:
+  description: Checksum of the desired set given in O(resources).
+  returned: when O(resources) is given
+  type: str
+record:
+  description: The raw data of the stack's record ConfigMap (empty if the stack was never synced).
+  returned: always
+  type: dict
+"""
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (  # noqa: E402
+    AUTH_ARG_SPEC,
+    HAS_KUBERNETES,
+    HAS_URLLIB3,
+    KUBERNETES_IMPORT_ERROR,
+    URLLIB3_IMPORT_ERROR,
+    AuthError,
+    build_client,
+)
+from ansible_collections.stacksync.k8s.plugins.module_utils.common import StackModule, check_requirements  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager  # noqa: E402
+
+ARGUMENT_SPEC = dict(
+    name=dict(type="str", required=True),
+    resources=dict(type="list", elements="dict"),
+    namespace=dict(type="str"),
+    record_namespace=dict(type="str", default="kube-system"),
+    full_prune_scan=dict(type="bool", default=False),
+    concurrency=dict(type="int", default=8),
+)
+ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
+
+
+def main():
+    module = StackModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    check_requirements(module, {"kubernetes": (HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR),
+                                "urllib3": (HAS_URLLIB3, URLLIB3_IMPORT_ERROR)})
+    params = module.params
+    try:
+        client, context_namespace = build_client(params, maxsize=max(params["concurrency"], 1))
+    except AuthError as e:
+        module.fail_json(msg=str(e))
+    try:
+        manager = StackManager(client, params["name"], namespace=params["namespace"] or context_namespace or "default",
+                               record_namespace=params["record_namespace"], concurrency=max(params["concurrency"], 1),
+                               full_prune_scan=params["full_prune_scan"], check_mode=True)
+        report = manager.inspect(params["resources"])
+    except StackError as e:
+        module.fail_json(msg=str(e))
+    for warning in report.pop("warnings"):
+        module.warn(warning)
+    module.exit_json(changed=False, **report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,664 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Render a directory of Kubernetes manifests into a validated, deterministic list of dicts.
+
+This is the logic behind the ``stacksync.k8s.manifests`` lookup, kept free of Ansible
+plumbing so it can be unit-tested directly. Ansible-specific work is passed in as hooks:
+
+* ``decrypt(b_data, path) -> bytes`` for ansible-vault data (whole files and ``!vault`` values);
+* ``template(text, path) -> str`` for ``*.j2`` files;
+* ``kustomize`` -- the command (list of strings) that renders a kustomization directory.
+
+Every problem raises :class:`RenderError` (an ``AnsibleError``) naming the file, the document
+index and, where known, the line. Nothing is returned unless the whole tree is valid.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import functools
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+
+import yaml
+from ansible.errors import AnsibleError
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOURCE_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, group_of
+
+#: File name suffixes read as manifests (a further ``.j2`` makes them templates).
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+TEMPLATE_SUFFIX = ".j2"
+#: A directory holding one of these is rendered with kustomize.
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+DEFAULT_KUSTOMIZE_TIMEOUT = 300
+VAULT_HEADER = b"$ANSIBLE_VAULT;"
+
+
+class RenderError(AnsibleError):
+    """A manifest tree that must not be applied. ``path`` is relative to the rendered PATH."""
+
+    def __init__(self, problem, path=None, doc=None, line=None, item=None):
+        self.problem = problem
+        self.path = path
+        self.doc = doc
+        self.line = line
+        self.item = item
+        super(RenderError, self).__init__(self._format())
+
+    def _format(self):
+        if self.path is None:
+            return self.problem
+        where = []
+        if self.doc is not None:
+            where.append("document %d" % self.doc)
+        if self.item is not None:
+            where.append("item %d" % self.item)
+        if self.line is not None:
+            where.append("line %d" % self.line)
+        return "%s%s: %s" % (self.path, " (%s)" % ", ".join(where) if where else "", self.problem)
+
+
+# --------------------------------------------------------------------------------------------
+# YAML
+# --------------------------------------------------------------------------------------------
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class ManifestLoader(_BaseLoader):  # pylint: disable=too-many-ancestors
+    """Safe YAML loader with Kubernetes-friendly scalars and ``!vault`` support.
+
+    Timestamps stay strings (as ``kubectl`` reads them) and ``!!binary`` stays base64 text, so
+    every value is JSON-serialisable. ``!vault`` values are decrypted with ``self.decrypt``.
+    """
+
+    decrypt = None
+
+    def construct_mapping(self, node, deep=False):
+        """As SafeLoader, but a key written twice in one mapping is an error (as for kubectl)."""
+        merged = isinstance(node, yaml.MappingNode) and any(k.tag == _MERGE_TAG for k, _v in node.value)
+        mapping = super().construct_mapping(node, deep=deep)
+        if not merged and isinstance(node, yaml.MappingNode) and len(mapping) != len(node.value):
+            seen = set()
+            for key_node, _value in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, "found duplicate key %r" % (key,),
+                        key_node.start_mark)
+                seen.add(key)
+        return mapping
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _construct_plain_str(loader, node):
+    return loader.construct_scalar(node)
+
+
+def _construct_binary(loader, node):
+    return re.sub(r"\s+", "", loader.construct_scalar(node))
+
+
+def _construct_vault(loader, node):
+    ciphertext = loader.construct_scalar(node)
+    if loader.decrypt is None:
+        raise yaml.constructor.ConstructorError(
+            None, None, "found a !vault value but no vault secrets are available", node.start_mark)
+    plain = loader.decrypt(ciphertext.encode("utf-8"))  # pylint: disable=not-callable
+    try:
+        return plain.decode("utf-8")
+    except UnicodeDecodeError:
+        raise yaml.constructor.ConstructorError(
+            None, None, "the decrypted !vault value is not UTF-8 text", node.start_mark) from None
+
+
+ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_plain_str)
+ManifestLoader.add_constructor("tag:yaml.org,2002:binary", _construct_binary)
+ManifestLoader.add_constructor("!vault", _construct_vault)
+ManifestLoader.add_constructor("!vault-encrypted", _construct_vault)
+
+
+def _yaml_line(exc):
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return mark.line + 1 if mark is not None else None
+
+
+def _yaml_problem(exc):
+    if isinstance(exc, yaml.MarkedYAMLError):
+        parts = [p for p in (exc.context, exc.problem) if p]
+        return "invalid YAML: %s" % ", ".join(parts) if parts else "invalid YAML"
+    return "invalid YAML: %s" % exc
+
+
+def iter_yaml_documents(text, rel, decrypt=None):
+    """Yield ``(index, line, document)`` for each document of a YAML stream (empty ones too)."""
+    loader = ManifestLoader(text)
+    loader.decrypt = decrypt
+    index = 0
+    line = None
+    try:
+        while True:
+            try:
+                if not loader.check_node():
+                    break
+                node = loader.get_node()
+                line = node.start_mark.line + 1 if node is not None else None
+                data = loader.construct_document(node) if node is not None else None
+            except yaml.YAMLError as exc:
+                raise RenderError(_yaml_problem(exc), rel, doc=index, line=_yaml_line(exc) or line) from None
+            except RenderError:
+                raise
+            except AnsibleError as exc:  # vault errors raised by the decrypt hook
+                raise RenderError("cannot decrypt a !vault value: %s" % _msg(exc), rel, doc=index, line=line) from exc
+            yield index, line, data
+            index += 1
+    finally:
+        loader.dispose()
+
+
+def _msg(exc):
+    return getattr(exc, "message", None) or str(exc)
+
+
+# --------------------------------------------------------------------------------------------
+# Path selection
+# --------------------------------------------------------------------------------------------
+
+def glob_to_regex(pattern):
+    """Compile a path glob (``*``, ``?``, ``[...]``, ``**``) matched against ``/``-separated paths."""
+    pat = pattern.strip()
+    while pat.startswith("./"):
+        pat = pat[2:]
+    pat = pat.strip("/") if pat != "/" else ""
+    out = []
+    i = 0
+    n = len(pat)
+    while i < n:
+        c = pat[i]
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            j = pat.find("]", i + 2 if pat.startswith("[!", i) or pat.startswith("[]", i) else i + 1)
+            if j < 0:
+                out.append(re.escape(c))
+                i += 1
+            else:
+                body = pat[i + 1:j]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[%s]" % body.replace("\\", "\\\\"))
+                i = j + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return re.compile("^(?:%s)$" % "".join(out))
+
+
+class PathFilter:
+    """include/exclude globs relative to PATH. A pattern matching a directory covers its content."""
+
+    def __init__(self, include=None, exclude=None):
+        self.include = [glob_to_regex(p) for p in (include or [])]
+        self.exclude = [glob_to_regex(p) for p in (exclude or [])]
+
+    @staticmethod
+    def _hits(regexes, rel):
+        parts = rel.split("/")
+        candidates = ["/".join(parts[:k]) for k in range(len(parts), 0, -1)]
+        return any(r.match(c) for r in regexes for c in candidates)
+
+    def excluded(self, rel):
+        return bool(self.exclude) and self._hits(self.exclude, rel)
+
+    def selected(self, *rels):
+        """True if one of ``rels`` (alternative names of one unit) is included and none excluded."""
+        if any(self.excluded(r) for r in rels):
+            return False
+        return not self.include or any(self._hits(self.include, r) for r in rels)
+
+
+def manifest_kind(name):
+    """``'template'``, ``'json'``, ``'yaml'`` for manifest file names, else ``None``."""
+    lower = name.lower()
+    template = lower.endswith(TEMPLATE_SUFFIX)
+    if template:
+        lower = lower[: -len(TEMPLATE_SUFFIX)]
+    if not lower.endswith(MANIFEST_SUFFIXES) or lower.startswith("."):
+        return None
+    if template:
+        return "template"
+    return "json" if lower.endswith(".json") else "yaml"
+
+
+def _within(path, root):
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _join(prefix, name):
+    return prefix + "/" + name if prefix else name
+
+
+class _Unit:
+    __slots__ = ("kind", "path", "rel")
+
+    def __init__(self, rel, path, kind):
+        self.rel = rel
+        self.path = path
+        self.kind = kind
+
+
+def _find_kustomization(dirpath, names):
+    for candidate in KUSTOMIZATION_FILES:
+        if candidate in names:
+            return candidate
+    return None
+
+
+def collect(base, root, path_filter, recursive=True):
+    """List the units (files and kustomize directories) under ``base``, sorted by relative path.
+
+    ``base`` and ``root`` are real (symlink-free) absolute paths. Symlinks whose target is
+    outside ``root`` are refused if they would be read.
+    """
+    units = []
+    if os.path.isfile(base):
+        name = os.path.basename(base)
+        kind = manifest_kind(name)
+        if kind is None:
+            raise RenderError("not a manifest file (expected *.yaml, *.yml, *.json or a *.j2 of those)", name)
+        return [_Unit(name, base, kind)]
+    if not os.path.isdir(base):
+        raise RenderError("%s is not a directory or a manifest file" % base)
+
+    visited = set()
+
+    def walk(real_dir, prefix):
+        if real_dir in visited:  # a symlink loop or two links to one directory
+            return
+        visited.add(real_dir)
+        try:
+            entries = sorted(os.scandir(real_dir), key=lambda e: e.name)
+        except OSError as exc:
+            raise RenderError("cannot list directory: %s" % exc.strerror, prefix or ".") from exc
+        names = {e.name for e in entries}
+        kfile = _find_kustomization(real_dir, names)
+        if kfile is not None:
+            if path_filter.selected(prefix or ".", _join(prefix, kfile)):
+                units.append(_Unit(prefix or ".", real_dir, "kustomize"))
+            return
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            rel = _join(prefix, name)
+            if path_filter.excluded(rel):
+                continue
+            kind = manifest_kind(name)
+            target = entry.path
+            if entry.is_symlink():
+                if kind is None and not recursive:
+                    continue
+                target = os.path.realpath(entry.path)
+                if not os.path.exists(target):
+                    if kind is not None:
+                        raise RenderError("broken symlink", rel)
+                    continue
+                is_dir = os.path.isdir(target)
+                if kind is None and not is_dir:
+                    continue
+                if is_dir and not recursive:
+                    continue
+                if not _within(target, root):
+                    raise RenderError("symlink points outside the checkout (%s): refused" % root, rel)
+            else:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            if is_dir:
+                if recursive:
+                    walk(target, rel)
+            elif kind is not None and path_filter.selected(rel):
+                units.append(_Unit(rel, target, kind))
+
+    walk(base, "")
+    units.sort(key=lambda u: u.rel)
+    return units
+
+
+# --------------------------------------------------------------------------------------------
+# Reading files
+# --------------------------------------------------------------------------------------------
+
+def _read_bytes(unit, max_file_size):
+    try:
+        st = os.stat(unit.path)
+    except OSError as exc:
+        raise RenderError("cannot read file: %s" % exc.strerror, unit.rel) from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise RenderError("not a regular file", unit.rel)
+    if max_file_size and st.st_size > max_file_size:
+        raise RenderError("file is %d bytes, over the %d byte limit (max_file_size)" % (st.st_size, max_file_size),
+                          unit.rel)
+    try:
+        with open(unit.path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise RenderError("cannot read file: %s" % exc.strerror, unit.rel) from exc
+
+
+def _decode(b_data, rel):
+    try:
+        text = b_data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = b_data.count(b"\n", 0, exc.start) + 1
+        raise RenderError("not UTF-8 text (byte 0x%02x at offset %d)" % (b_data[exc.start], exc.start), rel,
+                          line=line) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def is_vault_data(b_data):
+    return b_data.lstrip().startswith(VAULT_HEADER)
+
+
+def _documents_of_text(text, rel, fmt, decrypt):
+    """Yield ``(index, line, document)`` for a file's content."""
+    if fmt == "json":
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise RenderError("invalid JSON: %s" % getattr(exc, "msg", exc), rel, doc=0,
+                              line=getattr(exc, "lineno", None)) from None
+        yield 0, 1, data
+        return
+    yield from iter_yaml_documents(text, rel, decrypt=decrypt)
+
+
+def _file_documents(unit, max_file_size, decrypt, template):
+    b_data = _read_bytes(unit, max_file_size)
+    if is_vault_data(b_data):
+        if decrypt is None:
+            raise RenderError("the file is vault-encrypted but no vault secrets are available", unit.rel)
+        try:
+            b_data = decrypt(b_data)
+        except AnsibleError as exc:
+            raise RenderError("cannot decrypt the vault-encrypted file: %s" % _msg(exc), unit.rel) from exc
+    text = _decode(b_data, unit.rel)
+    fmt = unit.kind
+    if fmt == "template":
+        if template is None:
+            raise RenderError("is a template but no templating engine is available", unit.rel)
+        try:
+            rendered = template(text, unit.path)
+        except RenderError:
+            raise
+        except Exception as exc:  # pylint: disable=broad-except  # any templating failure
+            raise RenderError("template error: %s" % _msg(exc), unit.rel) from exc
+        if isinstance(rendered, (dict, list)):  # a template that is a single expression
+            rendered = json.dumps(rendered)
+        text = str(rendered)
+        fmt = "json" if unit.rel.lower().endswith(".json.j2") else "yaml"
+    return _documents_of_text(text, unit.rel, fmt, decrypt)
+
+
+# --------------------------------------------------------------------------------------------
+# kustomize
+# --------------------------------------------------------------------------------------------
+
+def default_kustomize_command():
+    """``kustomize build`` if a kustomize binary is on PATH, else ``kubectl kustomize``."""
+    binary = shutil.which("kustomize")
+    if binary:
+        return [binary, "build"]
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        return [kubectl, "kustomize"]
+    return None
+
+
+#: Kustomization fields naming other kustomizations / files, which may live outside the directory.
+KUSTOMIZE_REFERENCE_FIELDS = ("resources", "bases", "components")
+
+
+def check_kustomization_references(kdir, root, rel, visited=None):
+    """Refuse local ``resources`` / ``bases`` / ``components`` of a kustomization (recursively) that
+    resolve outside ``root``. kustomize itself only confines plain files to the kustomization's
+    directory; referenced directories may be anywhere. Remote references are left to kustomize.
+    """
+    if visited is None:
+        visited = set()
+    if kdir in visited:
+        return
+    visited.add(kdir)
+    kfile = _find_kustomization(kdir, set(os.listdir(kdir)))
+    if kfile is None:
+        return
+    try:
+        with open(os.path.join(kdir, kfile), "rb") as f:
+            data = yaml.load(f, Loader=_BaseLoader)  # a safe loader (CSafeLoader / SafeLoader)
+    except (OSError, yaml.YAMLError):
+        return  # kustomize reports it
+    if not isinstance(data, dict):
+        return
+    for field in KUSTOMIZE_REFERENCE_FIELDS:
+        entries = data.get(field)
+        if not isinstance(entries, list):
+            continue
+        for entry in entries:
+            if not isinstance(entry, str) or "://" in entry:
+                continue
+            target = os.path.join(kdir, entry)
+            if not os.path.lexists(target):
+                continue  # a remote (github.com/...) reference, or missing: kustomize decides
+            real = os.path.realpath(target)
+            if not _within(real, root):
+                raise RenderError("kustomization %s %r resolves outside the checkout (%s): refused"
+                                  % (field, entry, root), rel)
+            if os.path.isdir(real):
+                check_kustomization_references(real, root, rel, visited)
+
+
+def _kustomize_documents(unit, command, timeout, root):
+    check_kustomization_references(unit.path, root, unit.rel + "/")
+    if command is None:
+        command = default_kustomize_command()
+    if not command:
+        raise RenderError("is a kustomization but neither kustomize nor kubectl is on PATH", unit.rel + "/")
+    argv = [*command, unit.path]
+    try:
+        proc = subprocess.run(argv, cwd=unit.path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise RenderError("kustomize did not finish within %s seconds (%s)" % (timeout, " ".join(argv)),
+                          unit.rel + "/") from None
+    except OSError as exc:
+        raise RenderError("cannot run %s: %s" % (argv[0], exc.strerror), unit.rel + "/") from exc
+    if proc.returncode != 0:
+        stderr = proc.stderr.decode("utf-8", "replace").strip()
+        raise RenderError("kustomize failed (%s exited with %d): %s" % (" ".join(argv), proc.returncode, stderr),
+                          unit.rel + "/")
+    text = _decode(proc.stdout, unit.rel + "/")
+    return iter_yaml_documents(text, unit.rel + "/")
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+
+def _type_name(value):
+    if value is None:
+        return "null"
+    return {dict: "mapping", list: "list", str: "string", bool: "boolean", int: "integer",
+            float: "number"}.get(type(value), type(value).__name__)
+
+
+def _plain(value, where):
+    """Recursively make ``value`` JSON-compatible: string keys, plain containers."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                if isinstance(key, bool):
+                    key = "true" if key else "false"
+                elif key is None:
+                    key = "null"
+                elif isinstance(key, (int, float)):
+                    key = str(key)
+                else:
+                    raise where("mapping key %r is not a string" % (key,))
+            out[key] = _plain(item, where)
+        return out
+    if isinstance(value, list):
+        return [_plain(item, where) for item in value]
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    raise where("unsupported YAML value of type %s" % type(value).__name__)
+
+
+def _check_string_map(meta, field, err):
+    value = meta.get(field)
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise err("metadata.%s must be a mapping, got %s" % (field, _type_name(value)))
+    for key, item in value.items():
+        if not isinstance(item, str):
+            raise err("metadata.%s[%s] must be a string, got %s %r (quote it)" % (field, key, _type_name(item), item))
+
+
+def validate_manifest(doc, err):
+    """Check one manifest; ``err(problem)`` builds the exception to raise. Returns its ObjectId."""
+    if not isinstance(doc, dict):
+        raise err("the document is not a mapping (got %s)" % _type_name(doc))
+    for field in ("apiVersion", "kind"):
+        value = doc.get(field)
+        if value is None or value == "":
+            raise err("missing %s" % field)
+        if not isinstance(value, str):
+            raise err("%s must be a string, got %s" % (field, _type_name(value)))
+    meta = doc.get("metadata")
+    if meta is None:
+        raise err("missing metadata.name")
+    if not isinstance(meta, dict):
+        raise err("metadata must be a mapping, got %s" % _type_name(meta))
+    if "generateName" in meta:
+        raise err("metadata.generateName is not allowed: a synced object needs a stable metadata.name")
+    name = meta.get("name")
+    if name is None or name == "":
+        raise err("missing metadata.name")
+    if not isinstance(name, str):
+        raise err("metadata.name must be a string, got %s %r (quote it)" % (_type_name(name), name))
+    namespace = meta.get("namespace")
+    if namespace is not None and not isinstance(namespace, str):
+        raise err("metadata.namespace must be a string, got %s %r (quote it)" % (_type_name(namespace), namespace))
+    _check_string_map(meta, "labels", err)
+    _check_string_map(meta, "annotations", err)
+    return ObjectId(group_of(doc["apiVersion"]), doc["kind"], namespace or "", name)
+
+
+def is_list_kind(doc):
+    """``kind: List`` (or any ``*List``) holding ``items``: flattened into its items."""
+    kind = doc.get("kind")
+    return isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list)
+
+
+def _items(doc):
+    """``[(item index, object)]`` of a document: the items of a List, else the document itself."""
+    if isinstance(doc, dict) and is_list_kind(doc):
+        return [(i, item) for i, item in enumerate(doc["items"]) if item is not None]
+    return [(None, doc)]
+
+
+def _stamp(doc, source):
+    meta = dict(doc["metadata"])
+    annotations = dict(meta.get("annotations") or {})
+    annotations[SOURCE_ANNOTATION] = source
+    meta["annotations"] = annotations
+    out = dict(doc)
+    out["metadata"] = meta
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+
+def render(path, root=None, include=None, exclude=None, recursive=True, max_file_size=DEFAULT_MAX_FILE_SIZE,
+           source_annotation=True, decrypt=None, template=None, kustomize=None,
+           kustomize_timeout=DEFAULT_KUSTOMIZE_TIMEOUT, seen=None, origin=None):
+    """Render every manifest under ``path`` and return them as a list of plain dicts.
+
+    :param path: directory (or single manifest file) to render.
+    :param root: the checkout; nothing outside it is read (default: ``path``).
+    :param include: globs relative to ``path``; if given, only matching files are read.
+    :param exclude: globs relative to ``path``; matching files and directories are skipped.
+    :param recursive: descend into subdirectories.
+    :param max_file_size: refuse files larger than this many bytes (0: no limit).
+    :param source_annotation: add ``stacksync.io/source: "<file>#<document>"`` to each manifest.
+    :param decrypt: ``decrypt(b_vaulttext) -> bytes``; ``None``: vault data is an error.
+    :param template: ``template(text, abs_path) -> str``; ``None``: ``*.j2`` files are an error.
+    :param kustomize: command rendering a kustomization directory (the directory is appended);
+        ``None``: ``kustomize build`` if available, else ``kubectl kustomize``.
+    :param origin: prefix for the sources named in duplicate errors (e.g. the rendered path + ``/``).
+    :param seen: dict ``ObjectId -> source`` shared between calls to detect duplicates across trees.
+    :raises RenderError: on the first invalid file, document or duplicate.
+    """
+    if not isinstance(path, str) or not path:
+        raise RenderError("the path to render must be a non-empty string")
+    base = os.path.realpath(os.path.expanduser(path))
+    root_real = os.path.realpath(os.path.expanduser(root)) if root else base
+    if not os.path.exists(base):
+        raise RenderError("%s does not exist" % path)
+    if not _within(base, root_real):
+        raise RenderError("%s resolves to %s, outside the checkout %s: refused" % (path, base, root_real))
+    if root and not os.path.isdir(root_real):
+        raise RenderError("root %s is not a directory" % root)
+    if isinstance(include, str):
+        include = [include]
+    if isinstance(exclude, str):
+        exclude = [exclude]
+
+    units = collect(base, root_real, PathFilter(include, exclude), recursive=recursive)
+
+    manifests = []
+    if seen is None:
+        seen = {}
+    for unit in units:
+        if unit.kind == "kustomize":
+            documents = _kustomize_documents(unit, kustomize, kustomize_timeout, root_real)
+        else:
+            documents = _file_documents(unit, max_file_size, decrypt, template)
+        label = unit.rel
+        shown = unit.rel + "/" if unit.kind == "kustomize" else unit.rel
+        for index, line, doc in documents:
+            if doc is None:
+                continue
+            doc = _plain(doc, functools.partial(RenderError, path=shown, doc=index, line=line))
+            source = "%s#%d" % (label, index)
+            for item_index, item in _items(doc):
+                item_err = functools.partial(RenderError, path=shown, doc=index, line=line, item=item_index)
+                oid = validate_manifest(item, item_err)
+                previous = seen.get(oid)
+                if previous is not None:
+                    raise item_err("%s is defined twice (first in %s)" % (oid, previous))
+                seen[oid] = (origin or "") + source + ("" if item_index is None else " item %s" % item_index)
+                manifests.append(_stamp(item, source) if source_annotation else item)
+    return manifests

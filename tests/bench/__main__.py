@@ -1,0 +1,164 @@
+"""``python -m tests.bench --objects N [--tools a,b] [--latency-ms 5]``: run the benchmark of issue 7.
+
+For every tool: a fresh simulator subprocess (same build, same latency), a fresh git repository of
+N generated objects, and the four scenarios in order (first sync, no-op, 10% changed, 10%
+removed). Prints a Markdown table and writes JSON (``tests/bench/results.json`` by default).
+"""
+
+import argparse
+import contextlib
+import functools
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import manifests, measure, profile, report, scenarios, tools
+from .repo import Repo
+from .simserver import REPO, SimProcess
+
+DEFAULT_TOOLS = ["stacksync", "stacksync-role", "k8s-list", "k8s-loop", "kubectl"]
+BENCH_VENV = REPO / ".venv-bench"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=int, default=1000, help="objects in the generated repository (default 1000)")
+    parser.add_argument("--tools", default=",".join(DEFAULT_TOOLS), help="comma-separated, of: " + ", ".join(tools.TOOLS))
+    parser.add_argument("--scenarios", default=",".join(scenarios.SCENARIOS), help="comma-separated, in order")
+    parser.add_argument("--latency-ms", type=float, default=5.0, help="simulated per-request latency (default 5)")
+    parser.add_argument("--loop-sample", type=int, default=100,
+                        help="k8s-loop applies about this many objects and extrapolates to all (0: all objects)")
+    parser.add_argument("--ansible-venv", type=Path, help="venv whose ansible-playbook runs the playbooks "
+                        "(default .venv-bench, made by `make bench`; else the running Python's venv)")
+    parser.add_argument("--output", type=Path, default=Path(__file__).resolve().parent / "results.json")
+    parser.add_argument("--no-profile", dest="profile", action="store_false",
+                        help="skip the profile of stacksync (start-up, rendering, engine phases)")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, repositories)")
+    args = parser.parse_args(argv)
+    args.tools = [t for t in args.tools.split(",") if t]
+    args.scenarios = [s for s in args.scenarios.split(",") if s]
+    unknown = [t for t in args.tools if t not in tools.TOOLS] + [s for s in args.scenarios if s not in scenarios.SCENARIOS]
+    if unknown:
+        parser.error("unknown tool or scenario: " + ", ".join(unknown))
+    return args
+
+
+def ansible_bin(args):
+    venv = args.ansible_venv or (BENCH_VENV if (BENCH_VENV / "bin" / "ansible-playbook").exists() else None)
+    return (venv / "bin") if venv else Path(sys.executable).parent
+
+
+def check_peers(args, bin_dir):
+    """Fail early (with the fix) when a peer's requirements are missing."""
+    peers = any(t.startswith("k8s-") for t in args.tools)
+    if peers and not list(bin_dir.parent.glob("lib/python3*/site-packages/ansible_collections/kubernetes/core")):
+        sys.exit(f"kubernetes.core is not installed next to {bin_dir}: run `make bench` (it creates .venv-bench)")
+    if "kubectl" in args.tools and shutil.which("kubectl") is None:
+        sys.exit("kubectl is not on PATH")
+
+
+def collections_root():
+    from tests.conftest import COLLECTIONS_ROOT
+
+    return COLLECTIONS_ROOT
+
+
+def environment(bin_dir, home, kubeconfig):
+    env = dict(os.environ)
+    env.update(
+        HOME=str(home), KUBECONFIG=str(kubeconfig), PATH=f"{bin_dir}:{env.get('PATH', '')}",
+        ANSIBLE_COLLECTIONS_PATH=str(collections_root()), ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="true",
+        ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+        ANSIBLE_RETRY_FILES_ENABLED="false", ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks",
+    )
+    return env
+
+
+def loop_stride(args):
+    return max(1, round(args.objects / args.loop_sample)) if args.loop_sample > 0 else 1
+
+
+class Lane:
+    """One tool's run through the scenarios: its own simulator, repository and state."""
+
+    def __init__(self, tool, args, workdir, bin_dir):
+        self.tool = tool
+        self.base = workdir / tool.name
+        (self.base / "home").mkdir(parents=True)
+        kubeconfig = self.base / "kubeconfig"
+        self.state = scenarios.State(args.objects)
+        self.repo = Repo(self.base / "repo")
+        self.env = environment(bin_dir, self.base / "home", kubeconfig)
+        self.ctx = tools.Context(kubeconfig, self.repo.path, self.base, bin_dir, manifests.kinds(self.state.entries),
+                                 loop_stride(args))
+        self.sim = SimProcess(kubeconfig, args.latency_ms, self.base / "simulator.log")
+        self.failed = False
+
+    def setup(self):
+        for i, argv in enumerate(self.tool.setup(self.ctx)):
+            run = measure.run(argv, self.env, self.base / f"setup-{i}.log", cwd=self.base)
+            if not run.ok:
+                raise SystemExit(f"{self.tool.name}: setup failed:\n{run.tail()}")
+
+    def run(self, scenario):
+        """Edit and commit the repository for ``scenario``, then sync it with the tool; returns the record."""
+        note = scenarios.SCENARIOS[scenario](self.state)
+        commit = self.repo.write(self.state.entries, f"{scenario}: {note}")
+        self.ctx.peer_prune = scenario == "removed"
+        self.sim.reset()
+        run = measure.run(self.tool.command(self.ctx), self.env, self.base / f"{scenario}.log", cwd=self.base)
+        rec = report.record(self.tool, scenario, note, self.state, run, self.sim.counts(), self.ctx, commit)
+        print(report.progress_line(rec), flush=True)
+        if not run.ok:
+            self.failed = True
+            print(run.tail(), file=sys.stderr)
+        return rec
+
+
+def run_all(args, workdir, bin_dir):
+    """Scenario by scenario, every tool in turn (so a change in the machine's load hits all tools alike)."""
+    records = []
+    with contextlib.ExitStack() as stack:
+        lanes = [Lane(tools.TOOLS[name], args, workdir, bin_dir) for name in args.tools]
+        for lane in lanes:
+            stack.enter_context(lane.sim)
+            lane.setup()
+        for scenario in args.scenarios:
+            records.extend(lane.run(scenario) for lane in lanes if not lane.failed)
+    return records
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    bin_dir = ansible_bin(args)
+    check_peers(args, bin_dir)
+    workdir = Path(tempfile.mkdtemp(prefix="stacksync-bench-"))
+    started = time.time()
+    records = []
+    try:
+        records = run_all(args, workdir, bin_dir)
+        prof = profile.profile(args, workdir, bin_dir, functools.partial(environment, bin_dir)) if args.profile else None
+    finally:
+        keep = args.keep or not all(r["ok"] for r in records)
+        if keep:
+            print(f"work directory kept: {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    results = report.results(args, records, bin_dir, round(time.time() - started, 1))
+    results["profile"] = prof
+    args.output.write_text(json.dumps(results, indent=2) + "\n")
+    print()
+    print(report.markdown(results))
+    if prof:
+        print()
+        print(profile.markdown(prof))
+    print(f"\nJSON: {args.output}")
+    return 0 if all(r["ok"] for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Where stacksync's time goes: Ansible start-up, rendering, and the engine's phases and requests.
+
+The Ansible parts are measured as whole ``ansible-playbook`` runs (an empty play, a play that only
+renders); the engine (``StackManager``) runs in this process against a fresh simulator with the
+phases timed, the requests timed and counted, and cProfile on the calling thread.
+"""
+
+import copy
+import cProfile
+import json
+import pstats
+import subprocess
+import sys
+import threading
+import time
+
+from . import manifests, measure
+from .repo import Repo
+from .simserver import SimProcess
+from .tools import PLAYBOOKS
+
+PHASES = ("prepare", "_stamp", "observe", "plan", "_apply_all", "_prune")
+IMPORTS = ("from ansible_collections.stacksync.k8s.plugins.module_utils import auth, manager; "
+           "import kubernetes.config, kubernetes.client")
+
+
+def _timed(fn, name, phases):
+    def wrapper(*args, **kwargs):
+        start = time.monotonic()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            phases[name] = round(phases.get(name, 0.0) + time.monotonic() - start, 3)
+    return wrapper
+
+
+class RequestClock:
+    """Wraps ``client.request``: summed seconds spent in requests (over all threads)."""
+
+    def __init__(self, client):
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+        inner = client.request
+
+        def request(*args, **kwargs):
+            start = time.monotonic()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.seconds += time.monotonic() - start
+        client.request = request
+
+
+def _top(profiler, limit=12):
+    stats = pstats.Stats(profiler)
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:limit]  # by own time
+    return [dict(function=f"{path.rsplit('/', 1)[-1]}:{line}({func})", calls=nc, own_s=round(tt, 3), cumulative_s=round(ct, 3))
+            for (path, line, func), (_cc, nc, tt, ct, _callers) in rows]
+
+
+def engine_run(resources, kubeconfig):
+    """One ``StackManager.sync`` of ``resources``: phases, requests, profile of the calling thread."""
+    from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
+    from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackManager
+
+    client, _namespace = build_client({"kubeconfig": str(kubeconfig)}, maxsize=8)
+    clock = RequestClock(client)
+    manager = StackManager(client, "bench-profile", concurrency=8)
+    phases = {}
+    for name in PHASES:
+        setattr(manager, name, _timed(getattr(manager, name), name, phases))
+    profiler = cProfile.Profile()
+    start = time.monotonic()
+    profiler.enable()
+    changes = manager.sync(copy.deepcopy(resources))
+    profiler.disable()
+    return dict(seconds=round(time.monotonic() - start, 3), phases=phases, requests=dict(client.counts),
+                request_seconds=round(clock.seconds, 3), counts=changes.counts, top=_top(profiler))
+
+
+def _import_seconds(bin_dir, env):
+    start = time.monotonic()
+    subprocess.run([str(bin_dir / "python"), "-c", IMPORTS], env=dict(env, PYTHONPATH=env["ANSIBLE_COLLECTIONS_PATH"]), check=True)
+    return round(time.monotonic() - start, 2)
+
+
+def profile(args, workdir, bin_dir, env_for):
+    """The profile section of the results (``env_for(home, kubeconfig)`` gives a run's environment)."""
+    base = workdir / "profile"
+    (base / "home").mkdir(parents=True)
+    repo = Repo(base / "repo")
+    repo.write(manifests.generate(args.objects), "profile")
+    kubeconfig = base / "kubeconfig"
+    env = env_for(base / "home", kubeconfig)  # also puts the collection on sys.path
+    from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import render
+
+    out = dict(objects=args.objects)
+    empty = measure.run([str(bin_dir / "ansible-playbook"), str(PLAYBOOKS / "empty.yml")], env, base / "empty.log")
+    rendered = measure.run([str(bin_dir / "ansible-playbook"), str(PLAYBOOKS / "render.yml"), "-e",
+                            json.dumps({"bench_repo": str(repo.path)})], env, base / "render.log")
+    out.update(ansible_startup_s=empty.seconds, ansible_render_s=rendered.seconds, module_imports_s=_import_seconds(bin_dir, env))
+    start = time.monotonic()
+    resources = render(str(repo.path))
+    out.update(render_in_process_s=round(time.monotonic() - start, 3),
+               module_args_mb=round(len(json.dumps(resources)) / 1e6, 2))
+    with SimProcess(kubeconfig, args.latency_ms, base / "simulator.log"):
+        out["engine"] = {scenario: engine_run(resources, kubeconfig) for scenario in ("first", "noop")}
+    return out
+
+
+def markdown(prof):
+    lines = [f"Where the time goes ({prof['objects']} objects):",
+             f"- ansible-playbook start-up (empty play): {prof['ansible_startup_s']:.2f} s",
+             f"- start-up + rendering the repository with the lookup: {prof['ansible_render_s']:.2f} s "
+             f"(render() alone, in process: {prof['render_in_process_s']:.2f} s)",
+             f"- module imports (kubernetes client, module_utils) in a fresh Python: {prof['module_imports_s']:.2f} s",
+             f"- module arguments (the rendered manifests as JSON): {prof['module_args_mb']:.1f} MB"]
+    for scenario, run in prof["engine"].items():
+        phases = ", ".join(f"{name.strip('_')} {sec:.2f}" for name, sec in run["phases"].items())
+        lines.append(f"- engine, {scenario}: {run['seconds']:.2f} s wall ({phases}); "
+                     f"{sum(run['requests'].values())} requests, {run['request_seconds']:.2f} s summed over threads")
+        for row in run["top"][:6]:
+            lines.append(f"  - {row['function']}: {row['own_s']:.2f} s own, {row['calls']} calls")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit("run python -m tests.bench (the profile is part of it)")

@@ -1,0 +1,139 @@
+"""Result records, the Markdown table, the ratios to stacksync and the targets of issue 7."""
+
+import math
+import os
+import platform
+import re
+import subprocess
+from pathlib import Path
+
+from . import manifests
+
+BASELINE = "stacksync"
+# profile_tasks lines: "<task name> ---------- 12.34s"
+TASK_TIME = re.compile(r"^(?P<task>.+?) -{3,} (?P<seconds>\d+(\.\d+)?)s\s*$")
+LOOP_TASKS = ("one task per object",)
+VERDICT = {True: "MET", False: "NOT MET", None: "n/a"}
+
+
+def task_seconds(log):
+    """``{task: seconds}`` from the profile_tasks callback's summary at the end of an Ansible log."""
+    tasks = {}
+    for line in Path(log).read_text(errors="replace").splitlines():
+        m = TASK_TIME.match(line.strip())
+        if m:
+            tasks[m.group("task")] = float(m.group("seconds"))
+    return tasks
+
+
+def _extrapolate(record, state, stride):
+    """A sampled per-object loop, scaled to every object: loop time and requests times W/k."""
+    workload = sum(1 for e in state.entries if e.kind not in ("Namespace", "CustomResourceDefinition"))
+    sample = math.ceil(workload / stride)
+    factor = workload / sample
+    looped = sum(t for name, t in record["tasks"].items() if any(loop in name for loop in LOOP_TASKS))
+    record.update(estimated=True, sample_objects=sample, measured_seconds=record["seconds"], measured_requests=record["requests"],
+                  seconds=round(record["seconds"] + looped * (factor - 1), 2),
+                  requests={verb: round(n * factor) for verb, n in record["requests"].items()})
+
+
+def record(tool, scenario, note, state, run, counts, ctx, commit):
+    rec = dict(tool=tool.name, label=tool.label, scenario=scenario, note=note, objects=len(state.entries),
+               kinds=len(manifests.kinds(state.entries)), commit=commit, ok=run.ok, seconds=run.seconds,
+               requests=counts["verbs"], requests_by_resource=counts["resources"], rss_mb=run.rss_mb, pss_mb=run.pss_mb,
+               max_proc_mb=run.max_proc_mb, changed=state.changed if scenario == "changed" else 0,
+               removed=state.removed if scenario == "removed" else 0, pruning=ctx.peer_prune or tool.name.startswith("stacksync"),
+               estimated=False, tasks=task_seconds(run.log), load_avg=run.load)
+    if tool.sampled and ctx.loop_stride > 1 and run.ok:
+        _extrapolate(rec, state, ctx.loop_stride)
+    if not run.ok:
+        rec["error"] = run.tail()
+    rec["requests_total"] = sum(rec["requests"].values())
+    return rec
+
+
+def progress_line(rec):
+    est = " (est)" if rec["estimated"] else ""
+    status = "ok" if rec["ok"] else "FAILED"
+    return (f"{rec['tool']:<15} {rec['scenario']:<8} {rec['objects']:5d} objects  {rec['seconds']:8.2f}s{est}  "
+            f"{rec['requests_total']:6d} requests  {rec['rss_mb']:6.1f} MB RSS  {status}")
+
+
+def _ratios(records):
+    base = {r["scenario"]: r for r in records if r["tool"] == BASELINE and r["ok"]}
+    for r in records:
+        b = base.get(r["scenario"])
+        r["ratio"] = round(r["seconds"] / b["seconds"], 1) if b and r["ok"] and b["seconds"] else None
+
+
+def _versions(bin_dir):
+    def out(argv):
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout.strip().splitlines()[0]
+        except (OSError, IndexError, subprocess.SubprocessError):
+            return None
+    return dict(python=platform.python_version(), ansible_core=out([str(bin_dir / "ansible-playbook"), "--version"]),
+                kubectl=out(["kubectl", "version", "--client"]), cpus=os.cpu_count())
+
+
+def results(args, records, bin_dir, total_seconds):
+    _ratios(records)
+    return dict(objects=args.objects, latency_ms=args.latency_ms, loop_sample=args.loop_sample, tools=args.tools,
+                scenarios=args.scenarios, total_seconds=total_seconds, versions=_versions(bin_dir),
+                records=records, targets=targets(records, args.objects))
+
+
+def _verbs(requests):
+    return ", ".join(f"{v} {n}" for v, n in sorted(requests.items(), key=lambda kv: -kv[1]))
+
+
+def markdown(results):
+    lines = ["| scenario | tool | objects | wall s | x stacksync | API requests | by verb | peak RSS tree MB | peak PSS MB | load |",
+             "|---|---|---:|---:|---:|---:|---|---:|---:|---:|"]
+    order = {s: i for i, s in enumerate(results["scenarios"])}
+    for r in sorted(results["records"], key=lambda r: (order[r["scenario"]], results["tools"].index(r["tool"]))):
+        est = "~" if r["estimated"] else ""
+        seconds = f"{est}{r['seconds']:.2f}" if r["ok"] else "failed"
+        ratio = "" if r["ratio"] is None else f"{est}{r['ratio']:.1f}"
+        lines.append(f"| {r['scenario']} | {r['tool']} | {r['objects']} | {seconds} | {ratio} | {est}{r['requests_total']} | "
+                     f"{_verbs(r['requests'])} | {r['rss_mb']:.0f} | {r['pss_mb']:.0f} | {r['load_avg']:.1f} |")
+    lines.append("")
+    lines.append("Targets (issue 7):")
+    for t in results["targets"]:
+        lines.append(f"- {VERDICT[t['met']]} {t['target']}: {t['measured']}")
+    return "\n".join(lines)
+
+
+def _get(records, tool, scenario):
+    return next((r for r in records if r["tool"] == tool and r["scenario"] == scenario and r["ok"]), None)
+
+
+def _ratio_target(records, scenario, peer, factor):
+    r = _get(records, peer, scenario)
+    text = f"{scenario} {peer} ≥ {factor:g}x slower than stacksync"
+    if r is None or r["ratio"] is None:
+        return dict(target=text, met=None, measured="not measured")
+    return dict(target=text, met=r["ratio"] >= factor, measured=f"{r['ratio']:.1f}x{' (estimated)' if r['estimated'] else ''}")
+
+
+def targets(records, objects):
+    out = [_ratio_target(records, "first", "k8s-list", 3), _ratio_target(records, "first", "kubectl", 8),
+           _ratio_target(records, "first", "k8s-loop", 20), _ratio_target(records, "noop", "k8s-list", 5)]
+    noop = _get(records, BASELINE, "noop")
+    if noop is not None:
+        limit = noop["kinds"] + 10
+        out.append(dict(target=f"noop: at most kinds + 10 = {limit} API requests", met=noop["requests_total"] <= limit,
+                        measured=f"{noop['requests_total']} ({_verbs(noop['requests'])})"))
+        out.append(dict(target="noop: whole ansible-playbook run under 3 s", met=noop["seconds"] < 3,
+                        measured=f"{noop['seconds']:.2f} s"))
+    pruned = _get(records, BASELINE, "removed")
+    if pruned is not None:
+        deletes = sum(n for key, n in pruned["requests_by_resource"].items() if key.startswith("delete ") and "leases" not in key)
+        out.append(dict(target=f"removed: one DELETE per removed object ({pruned['removed']}; the lock's Lease not counted)",
+                        met=deletes == pruned["removed"], measured=f"{deletes} DELETE, {pruned['requests'].get('list', 0)} LIST"))
+    if objects >= 5000:
+        ours = [r for r in records if r["tool"] == BASELINE]
+        pss = max(r["pss_mb"] for r in ours)
+        out.append(dict(target="5,000 objects: peak memory (PSS of the process tree) under 300 MB", met=pss < 300,
+                        measured=f"{pss:.0f} MB PSS ({max(r['rss_mb'] for r in ours):.0f} MB summed RSS)"))
+    return out

@@ -1,0 +1,505 @@
+"""Acceptance tests for the stack engine (issue 6), over HTTP against the `kube` fixture.
+
+They call :class:`StackManager` directly (fast); ``test_stack_module.py`` runs the real module
+through ansible-playbook. Each test uses its own namespaces and stack names and cleans up.
+Write requests are counted by our client's own per-method counter, so the no-op assertions hold on
+the simulator and on a real server alike.
+"""
+
+import base64
+import contextlib
+import json
+import time
+import uuid
+
+import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import IGNORE_ANNOTATION, STACK_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
+from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import owner_mark
+
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+
+
+def uid():
+    return uuid.uuid4().hex[:6]
+
+
+@pytest.fixture(scope="module")
+def client(kube):
+    c, _ns = build_client({"kubeconfig": kube.kubeconfig}, maxsize=8)
+    return c
+
+
+@pytest.fixture(scope="module")
+def record_ns(client):
+    name = "ss-rec-" + uid()
+    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    yield name
+    delete_quietly(client, "/api/v1/namespaces/" + name)
+
+
+@pytest.fixture
+def ns(client):
+    """A fresh namespace for one test (created outside any stack)."""
+    name = "ss-" + uid()
+    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    yield name
+    delete_quietly(client, "/api/v1/namespaces/" + name)
+
+
+def delete_quietly(client, path):
+    with contextlib.suppress(ApiError):
+        client.delete(path)
+
+
+def writes(client):
+    return sum(client.counts.get(m, 0) for m in WRITES)
+
+
+def sync(client, record_ns, stack, resources, **kw):
+    kw.setdefault("namespace", "default")
+    m = StackManager(client, stack, record_namespace=record_ns, poll_interval=0.2, **kw)
+    return m.sync(resources)
+
+
+def cm(name, ns=None, **data):
+    meta = {"name": name}
+    if ns:
+        meta["namespace"] = ns
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data or {"k": "v"}}
+
+
+def get(client, path):
+    return client.get_or_none(path)
+
+
+def cm_path(ns, name):
+    return f"/api/v1/namespaces/{ns}/configmaps/{name}"
+
+
+def names(entries):
+    return sorted((e["kind"], e["namespace"], e["name"]) for e in entries)
+
+
+def crd(group, kind, plural):
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+            "scope": "Namespaced",
+            "versions": [
+                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+            ],
+        },
+    }
+
+
+def test_sync_then_prune_exactly_what_was_removed(client, record_ns):
+    s = uid()
+    ns_name, group = "ss-app-" + s, f"s{s}.example.com"
+    stack = "acc-" + s
+    keep_role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "ss-keep-" + s}, "rules": []}
+    gone_role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "ss-gone-" + s}, "rules": []}
+    # a cluster-scoped manifest naming a namespace: applied cluster-scoped, with a warning
+    ns_role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "ss-nsd-" + s, "namespace": "default"}, "rules": []}
+    widget = {"apiVersion": group + "/v1", "kind": "Widget", "metadata": {"name": "w-keep"}, "spec": {"size": 1}}
+    widget_gone = {"apiVersion": group + "/v1", "kind": "Widget", "metadata": {"name": "w-gone"}, "spec": {"size": 2}}
+    a = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns_name}},
+        cm("keep", ns_name),
+        cm("gone", ns_name),
+        keep_role,
+        gone_role,
+        ns_role,
+        crd(group, "Widget", "widgets"),
+        widget,
+        widget_gone,
+    ]
+    try:
+        r = sync(client, record_ns, stack, a, namespace=ns_name)
+        assert r.counts["created"] == 9, r.result()
+        assert any("cluster-scoped" in w for w in r.warnings)
+        assert get(client, "/apis/rbac.authorization.k8s.io/v1/clusterroles/ss-nsd-" + s) is not None
+
+        b = [x for x in a if x not in (gone_role, widget_gone) and x["metadata"]["name"] != "gone"]
+        r = sync(client, record_ns, stack, b, namespace=ns_name)
+        assert names(r.pruned) == sorted([("ClusterRole", None, "ss-gone-" + s), ("ConfigMap", ns_name, "gone"), ("Widget", ns_name, "w-gone")])
+        assert r.counts["unchanged"] == len(b)
+        assert get(client, cm_path(ns_name, "gone")) is None or get(client, cm_path(ns_name, "gone"))["metadata"].get("deletionTimestamp")
+        for role in ("ss-keep-", "ss-nsd-"):
+            assert get(client, "/apis/rbac.authorization.k8s.io/v1/clusterroles/" + role + s) is not None
+        assert get(client, f"/apis/{group}/v1/namespaces/{ns_name}/widgets/w-keep") is not None
+
+        before = writes(client)
+        r = sync(client, record_ns, stack, b, namespace=ns_name)
+        assert not r.changed and r.counts["unchanged"] == len(b) and not r.pruned
+        assert writes(client) == before, client.counts
+    finally:
+        StackManager(client, stack, record_namespace=record_ns, poll_interval=0.2).delete_all()
+        for role in ("ss-keep-", "ss-nsd-", "ss-gone-"):
+            delete_quietly(client, "/apis/rbac.authorization.k8s.io/v1/clusterroles/" + role + s)
+        delete_quietly(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets." + group)
+        delete_quietly(client, "/api/v1/namespaces/" + ns_name)
+
+
+def test_out_of_band_edit_is_reverted(client, record_ns, ns):
+    stack = "oob-" + uid()
+    sync(client, record_ns, stack, [cm("c", ns, a="1")])
+    client.request(
+        "PATCH", cm_path(ns, "c"), params={"fieldManager": "kubectl-edit"}, body={"data": {"a": "edited"}}, content_type="application/merge-patch+json"
+    )
+    r = sync(client, record_ns, stack, [cm("c", ns, a="1")])
+    assert [x["action"] for x in r.applied] == ["configured"]
+    assert get(client, cm_path(ns, "c"))["data"]["a"] == "1"
+
+
+def test_protected_objects_are_never_pruned(client, record_ns, ns):
+    stack, other = "prot-" + uid(), "other-" + uid()
+    sync(client, record_ns, stack, [cm("owner", ns), cm("ignored", ns), cm("plain", ns)])
+    sync(client, record_ns, other, [cm("theirs", ns)])
+    owner = get(client, cm_path(ns, "owner"))
+    # foreign object: no label
+    client.create(f"/api/v1/namespaces/{ns}/configmaps", cm("foreign", ns))
+    # a copy of the stack's labels and annotations onto another object (operators do this)
+    copied = cm("copied", ns)
+    copied["metadata"]["labels"] = owner["metadata"]["labels"]
+    copied["metadata"]["annotations"] = owner["metadata"]["annotations"]
+    client.create(f"/api/v1/namespaces/{ns}/configmaps", copied)
+    # a controller-made child carrying the label *and* a correct mark, but with ownerReferences
+    child = cm("child", ns)
+    child["metadata"]["labels"] = {STACK_LABEL: stack}
+    child["metadata"]["annotations"] = {"stacksync.io/owner": owner_mark(stack, ObjectId("", "ConfigMap", ns, "child"))}
+    child["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}]
+    client.create(f"/api/v1/namespaces/{ns}/configmaps", child)
+    # opt-out added on the live object
+    client.request(
+        "PATCH",
+        cm_path(ns, "ignored"),
+        params={"fieldManager": "human"},
+        body={"metadata": {"annotations": {IGNORE_ANNOTATION: "true"}}},
+        content_type="application/merge-patch+json",
+    )
+
+    r = sync(client, record_ns, stack, [cm("owner", ns)])
+    assert names(r.pruned) == [("ConfigMap", ns, "plain")]
+    for name in ("owner", "ignored", "foreign", "copied", "child", "theirs"):
+        assert get(client, cm_path(ns, name)) is not None, name
+    reasons = dict((e["name"], e["reason"]) for e in r.skipped)
+    assert "ownerReferences" in reasons["child"] and "ignore" in reasons["ignored"]
+    assert "owner mark" in reasons["copied"]
+
+
+def test_controller_children_inheriting_labels_are_not_pruned(client, record_ns, ns, kube):
+    stack = "dep-" + uid()
+    labels = {"app": "web", STACK_LABEL: stack}
+    dep = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+        },
+    }
+    sync(client, record_ns, stack, [dep])
+    deadline = time.time() + 20
+    rs = []
+    while time.time() < deadline and not rs:
+        rs = client.list(f"/apis/apps/v1/namespaces/{ns}/replicasets", label_selector=STACK_LABEL + "=" + stack)
+        time.sleep(0.3)
+    if not rs:
+        pytest.skip("no Deployment controller on this cluster")
+    # even a full scan of every kind (which lists ReplicaSets and Pods by the label) prunes nothing
+    r = sync(client, record_ns, stack, [dep], full_prune_scan=True)
+    assert not r.pruned
+    assert client.list(f"/apis/apps/v1/namespaces/{ns}/replicasets")
+
+
+def test_failed_apply_means_no_prune(client, record_ns, ns):
+    stack = "fail-" + uid()
+    sync(client, record_ns, stack, [cm("a", ns), cm("b", ns)])
+    bad = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad", "namespace": ns}, "data": {"k": 1}}
+    with pytest.raises(StackError) as err:
+        sync(client, record_ns, stack, [cm("a", ns), bad])
+    assert "bad" in str(err.value)
+    assert not err.value.changeset.pruned
+    assert get(client, cm_path(ns, "b")) is not None
+
+
+def test_two_stacks_in_one_namespace_are_independent(client, record_ns, ns):
+    s1, s2 = "one-" + uid(), "two-" + uid()
+    sync(client, record_ns, s1, [cm("a", ns)])
+    sync(client, record_ns, s2, [cm("b", ns)])
+    r = sync(client, record_ns, s1, [cm("a2", ns)])
+    assert names(r.pruned) == [("ConfigMap", ns, "a")]
+    assert get(client, cm_path(ns, "b")) is not None
+    r = sync(client, record_ns, s2, [cm("b", ns)])
+    assert not r.changed
+
+
+def test_object_moved_between_stacks_survives(client, record_ns, ns):
+    x, y = "x-" + uid(), "y-" + uid()
+    sync(client, record_ns, x, [cm("moving", ns), cm("x-only", ns)])
+    sync(client, record_ns, y, [cm("y-only", ns)])
+    with pytest.raises(StackError) as err:
+        sync(client, record_ns, y, [cm("y-only", ns), cm("moving", ns)], fail_on_shared=True)
+    assert x in str(err.value)
+    assert get(client, cm_path(ns, "moving"))["metadata"]["labels"][STACK_LABEL] == x
+    r = sync(client, record_ns, y, [cm("y-only", ns), cm("moving", ns)], phase="apply")
+    assert any(x in w for w in r.warnings)
+    r = sync(client, record_ns, x, [cm("x-only", ns)], phase="prune")
+    assert not r.pruned
+    assert get(client, cm_path(ns, "moving"))["metadata"]["labels"][STACK_LABEL] == y
+
+
+def test_check_mode_writes_nothing(client, record_ns, ns):
+    stack = "chk-" + uid()
+    sync(client, record_ns, stack, [cm("a", ns), cm("b", ns)])
+    versions = dict((n, get(client, cm_path(ns, n))["metadata"]["resourceVersion"]) for n in ("a", "b"))
+    counts = dict(client.counts)
+    r = sync(client, record_ns, stack, [cm("a", ns, k="changed"), cm("new", ns)], check_mode=True, diff=True)
+    assert r.changed
+    assert sorted((e["name"], e["action"]) for e in r.applied) == [("a", "configured"), ("new", "created")]
+    assert names(r.pruned) == [("ConfigMap", ns, "b")]
+    for method in ("POST", "PUT", "DELETE"):
+        assert client.counts.get(method, 0) == counts.get(method, 0), method
+    assert get(client, cm_path(ns, "new")) is None
+    for n, rv in versions.items():
+        assert get(client, cm_path(ns, n))["metadata"]["resourceVersion"] == rv
+    diffs = dict((d["after_header"], d) for d in r.diff)
+    assert diffs[f"ConfigMap {ns}/a"]["after"]["data"] == {"k": "changed"}
+    assert diffs[f"ConfigMap {ns}/b"]["after"] == {}
+
+
+def test_secret_values_never_leak(client, record_ns, ns):
+    stack = "sec-" + uid()
+    value, value2 = "s3cr3t-" + uid(), "t0ps3cr3t-" + uid()
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "namespace": ns}, "stringData": {"password": value}}
+    r1 = sync(client, record_ns, stack, [secret], diff=True)
+    secret2 = json.loads(json.dumps(secret))
+    secret2["stringData"]["password"] = value2
+    r2 = sync(client, record_ns, stack, [secret2], diff=True)
+    assert [a["action"] for a in r2.applied] == ["configured"]
+    r3 = sync(client, record_ns, stack, [secret2], diff=True)
+    assert [a["action"] for a in r3.applied] == ["unchanged"]
+    live = get(client, f"/api/v1/namespaces/{ns}/secrets/creds")
+    assert base64.b64decode(live["data"]["password"]).decode() == value2
+    assert live["metadata"]["annotations"]["stacksync.io/checksum"].startswith("hmac-sha256:")
+    text = json.dumps([r.result() for r in (r1, r2, r3)] + [r.diff for r in (r1, r2, r3)])
+    for v in (value, value2):
+        assert v not in text
+        assert base64.b64encode(v.encode()).decode() not in text
+    assert "<redacted, changed>" in json.dumps(r2.diff)
+    r = sync(client, record_ns, stack, [cm("other", ns)], diff=True)
+    assert names(r.pruned) == [("Secret", ns, "creds")]
+    assert value2 not in json.dumps(r.diff) and base64.b64encode(value2.encode()).decode() not in json.dumps(r.diff)
+
+
+def test_empty_desired_set_refuses_to_prune(client, record_ns, ns):
+    stack = "empty-" + uid()
+    sync(client, record_ns, stack, [cm("a", ns)])
+    with pytest.raises(StackError, match="allow_empty"):
+        sync(client, record_ns, stack, [])
+    assert get(client, cm_path(ns, "a")) is not None
+    r = sync(client, record_ns, stack, [], allow_empty=True)
+    assert names(r.pruned) == [("ConfigMap", ns, "a")]
+
+
+def test_namespace_holding_foreign_objects_is_not_pruned(client, record_ns):
+    stack, name = "nsp-" + uid(), "ss-nsp-" + uid()
+    try:
+        sync(client, record_ns, stack, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, cm("mine", name)])
+        client.create(f"/api/v1/namespaces/{name}/configmaps", cm("users-own", name))
+        r = sync(client, record_ns, stack, [], allow_empty=True)
+        assert names(r.pruned) == [("ConfigMap", name, "mine")]
+        skipped = dict((e["name"], e["reason"]) for e in r.skipped)
+        assert "users-own" in skipped[name]
+        ns_obj = get(client, "/api/v1/namespaces/" + name)
+        assert ns_obj is not None and not ns_obj["metadata"].get("deletionTimestamp")
+        # once the user's object is gone, the next run prunes the namespace (what the cluster puts there
+        # by itself -- default ServiceAccount, kube-root-ca.crt -- does not count)
+        client.delete(cm_path(name, "users-own"))
+        r = sync(client, record_ns, stack, [], allow_empty=True)
+        assert names(r.pruned) == [("Namespace", None, name)]
+    finally:
+        delete_quietly(client, "/api/v1/namespaces/" + name)
+
+
+def test_immutable_field_fails_then_recreates(client, record_ns, ns, kube):
+    stack = "imm-" + uid()
+    obj = cm("frozen", ns, a="1")
+    obj["immutable"] = True
+    sync(client, record_ns, stack, [obj])
+    obj2 = json.loads(json.dumps(obj))
+    obj2["data"]["a"] = "2"
+    try:
+        sync(client, record_ns, stack, [obj2])
+    except StackError as e:
+        err = e
+    else:
+        if kube.is_sim:
+            pytest.skip("the simulator does not enforce immutable fields (ConfigMap.immutable) yet")
+        pytest.fail("changing an immutable ConfigMap did not fail")
+    assert "frozen" in str(err) and "immutable" in str(err) and "data" in str(err)
+    r = sync(client, record_ns, stack, [obj2], recreate_on_immutable=True)
+    assert [a["action"] for a in r.applied] == ["configured"]
+    assert get(client, cm_path(ns, "frozen"))["data"]["a"] == "2"
+
+
+def test_unknown_kind_and_duplicates_fail_before_any_write(client, record_ns, ns):
+    stack = "val-" + uid()
+    before = writes(client)
+    bogus = {"apiVersion": "nope.example.com/v1", "kind": "Nope", "metadata": {"name": "x", "namespace": ns}}
+    with pytest.raises(StackError, match="Nope"):
+        sync(client, record_ns, stack, [cm("a", ns), bogus])
+    with pytest.raises(StackError, match="duplicate"):
+        sync(client, record_ns, stack, [cm("a", ns), cm("a", ns)])
+    with pytest.raises(StackError, match=r"metadata\.name"):
+        sync(client, record_ns, stack, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}])
+    assert writes(client) == before
+    assert get(client, cm_path(ns, "a")) is None
+
+
+def test_state_absent_deletes_the_stack_and_its_record(client, record_ns, ns):
+    stack = "abs-" + uid()
+    sync(client, record_ns, stack, [cm("a", ns), cm("b", ns)], commit="abc123")
+    rec = get(client, f"/api/v1/namespaces/{record_ns}/configmaps/stacksync-{stack}")
+    assert rec["data"]["commit"] == "abc123" and rec["data"]["groupKinds"] == "ConfigMap"
+    r = StackManager(client, stack, record_namespace=record_ns).delete_all()
+    assert names(r.pruned) == [("ConfigMap", ns, "a"), ("ConfigMap", ns, "b")]
+    assert get(client, f"/api/v1/namespaces/{record_ns}/configmaps/stacksync-{stack}") is None
+
+
+def test_lock_held_by_another_run_blocks(client, record_ns, ns):
+    from ansible_collections.stacksync.k8s.plugins.module_utils.record import LeaseLock
+
+    stack = "lock-" + uid()
+    holder = LeaseLock(client, record_ns, stack, duration=30).acquire()
+    try:
+        with pytest.raises(StackError, match="locked"):
+            sync(client, record_ns, stack, [cm("a", ns)], lock_timeout=1)
+    finally:
+        holder.release()
+    r = sync(client, record_ns, stack, [cm("a", ns)], lock_timeout=1)
+    assert r.counts["created"] == 1
+
+
+def test_check_mode_first_sync_with_new_namespace_and_crd(client, record_ns):
+    s = uid()
+    ns_name, group, stack = "ss-chk-" + s, f"c{s}.example.com", "chk1-" + s
+    resources = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns_name}},
+        cm("a", ns_name),
+        crd(group, "Gadget", "gadgets"),
+        {"apiVersion": group + "/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": ns_name}},
+    ]
+    before = dict(client.counts)
+    r = sync(client, record_ns, stack, resources, check_mode=True)
+    assert r.counts["created"] == 4 and r.changed
+    for method in ("POST", "PUT", "DELETE"):
+        assert client.counts.get(method, 0) == before.get(method, 0)
+    assert get(client, "/api/v1/namespaces/" + ns_name) is None
+    assert get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets." + group) is None
+
+
+def test_rbac_limited_credentials(client, kube):
+    if not kube.limited_kubeconfig:
+        pytest.skip("no limited kubeconfig for this cluster")
+    ns = "ss-rbac-" + uid()
+    stack = "rbac-" + uid()
+    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    try:
+        rules = [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create", "patch", "update"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"]},
+        ]
+        client.create(
+            f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "r"}, "rules": rules},
+        )
+        client.create(
+            f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": "r"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "limited"}],
+            },
+        )
+        limited, _ = build_client({"kubeconfig": kube.limited_kubeconfig})
+        deadline = time.time() + 15
+        while True:
+            try:
+                r = sync(limited, ns, stack, [cm("a", ns), cm("b", ns)])
+                break
+            except StackError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.5)  # RBAC caches catching up
+        assert r.counts["created"] == 2
+        assert any("all namespaces" in w for w in r.warnings)
+        r = sync(limited, ns, stack, [cm("a", ns)])
+        assert not r.pruned
+        refused = [e for e in r.skipped if e["name"] == "b"]
+        assert refused and "delete refused" in refused[0]["reason"]
+        assert get(client, cm_path(ns, "b")) is not None
+        rec = get(client, f"/api/v1/namespaces/{ns}/configmaps/stacksync-{stack}")
+        assert rec["data"]["groupKinds"] == "ConfigMap"
+        # with delete allowed, the next run retries and prunes it
+        rules[0]["verbs"].append("delete")
+        client.replace(
+            f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles/r",
+            dict(get(client, f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles/r"), rules=rules),
+        )
+        deadline = time.time() + 15
+        while True:
+            r = sync(limited, ns, stack, [cm("a", ns)])
+            if r.pruned or time.time() > deadline:
+                break
+            time.sleep(0.5)
+        assert names(r.pruned) == [("ConfigMap", ns, "b")]
+    finally:
+        delete_quietly(client, "/api/v1/namespaces/" + ns)
+
+
+def test_expired_lease_is_taken_over(client, record_ns, ns):
+    from ansible_collections.stacksync.k8s.plugins.module_utils.record import LeaseLock
+
+    stack = "crash-" + uid()
+    dead = LeaseLock(client, record_ns, stack, duration=1).acquire()
+    dead._stop.set()  # the holder "crashes": no renewals, no release
+    time.sleep(2.2)
+    r = sync(client, record_ns, stack, [cm("a", ns)], lock_timeout=5)
+    assert r.counts["created"] == 1
+
+
+def test_inspect_reports_status_per_object(client, record_ns, ns):
+    stack = "info-" + uid()
+    sync(client, record_ns, stack, [cm("same", ns), cm("edited", ns), cm("old", ns), cm("gone", ns)], commit="feed")
+    client.request("PATCH", cm_path(ns, "edited"), params={"fieldManager": "human"}, body={"data": {"k": "x"}}, content_type="application/merge-patch+json")
+    m = StackManager(client, stack, record_namespace=record_ns, namespace="default")
+    before = writes(client)
+    report = m.inspect([cm("same", ns), cm("edited", ns), cm("old", ns, k="new"), cm("new", ns)])
+    assert writes(client) == before
+    status = dict((o["name"], o["status"]) for o in report["objects"])
+    assert status == {"same": "in_sync", "edited": "drifted", "old": "out_of_date", "gone": "would_prune", "new": "missing"}
+    assert report["commit"] == "feed" and report["group_kinds"] == ["ConfigMap"]
+
+
+def test_wait_with_user_conditions(client, record_ns, ns):
+    stack = "wait-" + uid()
+    ok = [{"kind": "ConfigMap", "group": "", "expression": "data.k == 'v'"}]
+    r = sync(client, record_ns, stack, [cm("a", ns)], wait=True, wait_timeout=5, wait_conditions=ok)
+    assert r.counts["created"] == 1
+    never = [{"kind": "ConfigMap", "expression": "data.k == 'never'"}]
+    with pytest.raises(StackError, match="timed out"):
+        sync(client, record_ns, stack, [cm("a", ns, k="w")], wait=True, wait_timeout=1, wait_conditions=never)

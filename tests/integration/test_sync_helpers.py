@@ -1,0 +1,152 @@
+"""Helpers for the tests of role / playbook ``stacksync.k8s.sync``: git repos, inventories, runs.
+
+Imported by the ``test_sync_*``, ``test_awx*`` and ``test_demo*`` modules (no tests here).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+BIN = Path(sys.executable).parent
+ANSIBLE_PLAYBOOK = str(BIN / "ansible-playbook")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+RECAP_RE = re.compile(
+    r"^(?P<host>\S+)\s+:\s+ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)\s+"
+    r"failed=(?P<failed>\d+)\s+skipped=(?P<skipped>\d+)\s+rescued=(?P<rescued>\d+)\s+ignored=(?P<ignored>\d+)",
+    re.M,
+)
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "stacksync tests",
+    "GIT_AUTHOR_EMAIL": "tests@example.com",
+    "GIT_COMMITTER_NAME": "stacksync tests",
+    "GIT_COMMITTER_EMAIL": "tests@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def sim_of(handle):
+    """The simulator behind a ``kubesim_factory`` / ``kubesim`` handle (or the simulator itself)."""
+    return getattr(handle, "sim", None) or handle
+
+
+def kubeconfig_of(handle):
+    return getattr(handle, "kubeconfig", None) or sim_of(handle).kubeconfig_path
+
+
+def request_log(handle):
+    """The simulator's request log: dicts with method, path, query (a dict), verb, code."""
+    return list(sim_of(handle).requests)
+
+
+def clean_env(**extra):
+    """Environment for ansible-playbook: collections path from conftest, no ambient cluster credentials."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("K8S_AUTH_") and k != "KUBECONFIG"}
+    env.update(GIT_ENV)
+    env.update(
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_DEPRECATION_WARNINGS="false",
+        ANSIBLE_LOCALHOST_WARNING="false",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+        ANSIBLE_RETRY_FILES_ENABLED="false",
+        ANSIBLE_HOST_KEY_CHECKING="false",
+        PYTHONWARNINGS="ignore",
+    )
+    env.update(extra)
+    return env
+
+
+class GitRepo:
+    """A real git repository in a temp dir, reachable through a ``file://`` URL."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.git("init", "-q", "-b", "main")
+
+    @property
+    def url(self):
+        return "file://" + str(self.path)
+
+    def git(self, *args):
+        env = dict(os.environ, **GIT_ENV)
+        return subprocess.run(["git", *args], cwd=self.path, env=env, check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    def write(self, relpath, data):
+        """Write a manifest file: ``data`` is a dict / list of dicts (dumped as YAML) or text."""
+        target = self.path / relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, dict):
+            data = yaml.safe_dump(data, sort_keys=False)
+        elif isinstance(data, list):
+            data = yaml.safe_dump_all(data, sort_keys=False)
+        target.write_text(data)
+
+    def remove(self, relpath):
+        self.git("rm", "-q", relpath)
+
+    def commit(self, message):
+        self.git("add", "-A")
+        self.git("commit", "-q", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+
+def configmap(name, namespace, data):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+            "data": data}
+
+
+def namespace(name):
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def write_inventory(path, hosts, **group_vars):
+    """Inventory with one host per cluster; ``hosts`` maps a host name to its variables."""
+    hostvars = {}
+    for name, variables in hosts.items():
+        hostvars[name] = dict({"ansible_python_interpreter": sys.executable}, **variables)
+    Path(path).write_text(yaml.safe_dump({"all": {"hosts": hostvars, "vars": group_vars}}))
+    return str(path)
+
+
+class Run:
+    def __init__(self, proc):
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.recap = {m["host"]: {k: int(v) for k, v in m.groupdict().items() if k != "host"}
+                      for m in RECAP_RE.finditer(proc.stdout)}
+
+    @property
+    def output(self):
+        return self.stdout + "\n" + self.stderr
+
+    def tail(self, n=6000):
+        return "--- stdout ---\n" + self.stdout[-n:] + "\n--- stderr ---\n" + self.stderr[-n:]
+
+    def summaries(self):
+        """Lines of the role's summary task, per host (from the default callback's output)."""
+        out = {}
+        for m in re.finditer(r"TASK \[stacksync\.k8s\.sync : Summary of the sync\][^\n]*\n(.*?)(?=\nTASK \[|\nPLAY |\Z)",
+                             self.stdout, re.S):
+            block = m.group(1)
+            for hm in re.finditer(r"^ok: \[(?P<host>[^\]]+)\] => (?P<json>\{.*?\n\})", block, re.M | re.S):
+                out[hm["host"]] = json.loads(hm["json"])["msg"]
+        return out
+
+
+def run_playbook(inventory, extra_vars, *args, playbook="stacksync.k8s.sync", env=None, timeout=600, cwd=None):
+    """``ansible-playbook <playbook> -i inventory -e @vars.json [args]`` as a subprocess."""
+    vars_file = Path(inventory).with_name("extra-vars.json")
+    vars_file.write_text(json.dumps(extra_vars))
+    cmd = [ANSIBLE_PLAYBOOK, str(playbook), "-i", str(inventory), "-e", "@" + str(vars_file), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or clean_env(), cwd=cwd)
+    return Run(proc)

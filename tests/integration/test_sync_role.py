@@ -1,0 +1,164 @@
+"""Role ``stacksync.k8s.sync`` inside an existing play (include_role / import_role), its argument
+spec and its documentation."""
+
+import contextlib
+import subprocess
+import uuid
+
+import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
+
+try:
+    from .test_sync_helpers import BIN, GitRepo, clean_env, configmap, namespace, run_playbook
+except ImportError:  # rootdir-relative import (tests/integration is not a package)
+    from test_sync_helpers import BIN, GitRepo, clean_env, configmap, namespace, run_playbook
+
+PLAY = """
+- name: An existing infrastructure play
+  hosts: clusters
+  connection: local
+  gather_facts: false
+  vars:
+    my_setting: kept
+  pre_tasks:
+    - name: Something before
+      ansible.builtin.set_fact:
+        before_sync: true
+  tasks:
+    - name: Sync with include_role
+      ansible.builtin.include_role:
+        name: stacksync.k8s.sync
+      vars:
+        stacksync_repo: "{{ repo_url }}"
+        stacksync_path: manifests
+        stacksync_stack: "{{ stack }}"
+    - name: The play goes on with the results
+      ansible.builtin.assert:
+        that:
+          - before_sync
+          - my_setting == 'kept'
+          - stacksync_results | length == 1
+          - stacksync_results[0].stack == stack
+          - stacksync_results[0].commit | length == 40
+          - stacksync_results[0].counts.created == (2 if first_run | bool else 0)
+          - stacksync_results[0].counts.unchanged == (0 if first_run | bool else 2)
+          - stacksync_results[0].failed == false
+
+- name: Another play imports the role statically
+  hosts: clusters
+  connection: local
+  gather_facts: false
+  roles: []
+  tasks:
+    - name: Sync with import_role
+      ansible.builtin.import_role:
+        name: stacksync.k8s.sync
+      vars:
+        stacksync_sources:
+          - repo: "{{ repo_url }}"
+            path: manifests
+            stack: "{{ stack }}"
+        stacksync_summary: false
+    - name: Nothing changed the second time
+      ansible.builtin.assert:
+        that:
+          - stacksync_results[0].changed == false
+          - stacksync_results[0].counts.unchanged == 2
+"""
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, kube):
+    tmp = tmp_path_factory.mktemp("sync-role")
+    suffix = uuid.uuid4().hex[:6]
+    ns = "role-" + suffix
+    repo = GitRepo(tmp / "repo")
+    repo.write("manifests/ns.yaml", namespace(ns))
+    repo.write("manifests/cm.yaml", configmap("settings", ns, {"k": "v"}))
+    repo.commit("initial")
+    (tmp / "play.yml").write_text(PLAY)
+    inventory = tmp / "hosts.yml"
+    inventory.write_text(
+        "clusters:\n  hosts:\n    the-cluster:\n"
+        f"      stacksync_kubeconfig: {kube.kubeconfig}\n      ansible_python_interpreter: {BIN / 'python'}\n")
+    variables = {"repo_url": repo.url, "stack": "role-" + suffix, "stacksync_cache_dir": str(tmp / "cache")}
+    yield tmp, inventory, variables, ns
+    client = build_client({"kubeconfig": kube.kubeconfig})[0]
+    with contextlib.suppress(Exception):
+        client.delete("/api/v1/namespaces/" + ns)
+
+
+def test_role_included_and_imported_into_an_existing_play(setup, kube):
+    tmp, inventory, variables, ns = setup
+    run = run_playbook(inventory, dict(variables, first_run=True), playbook=tmp / "play.yml")
+    assert run.rc == 0, run.tail()
+    assert run.recap["the-cluster"]["failed"] == 0
+    client = build_client({"kubeconfig": kube.kubeconfig})[0]
+    cm = client.get(f"/api/v1/namespaces/{ns}/configmaps/settings")
+    assert cm["metadata"]["labels"]["stacksync.io/stack"] == variables["stack"]
+
+
+def test_check_mode_on_a_fresh_stack_changes_nothing(setup, kube, tmp_path):
+    _tmp, inventory, variables, ns = setup
+    stack = variables["stack"] + "-dry"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("manifests/cm.yaml", configmap("dry-run", ns, {"k": "v"}))
+    repo.commit("initial")
+    run = run_playbook(inventory, dict(variables, stacksync_repo=repo.url, stacksync_path="manifests",
+                                       stacksync_stack=stack), "--check")
+    assert run.rc == 0, run.tail()
+    assert any("created 1" in line for line in run.summaries()["the-cluster"])
+    client = build_client({"kubeconfig": kube.kubeconfig})[0]
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/dry-run") is None
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"stacksync_repo": "file:///nowhere", "stacksync_sources": [{"repo": "file:///elsewhere"}]},
+     "Set either stacksync_sources"),
+    ({}, "Set either stacksync_sources"),
+    ({"stacksync_sources": [{"path": "x"}]}, "repo"),
+    ({"stacksync_sources": [{"repo": "file:///x", "state": "gone"}]}, "state"),
+])
+def test_bad_inputs_fail_with_a_clear_message(setup, extra, message):
+    _tmp, inventory, variables, _ns = setup
+    run = run_playbook(inventory, dict(variables, **extra))
+    assert run.rc != 0
+    assert message in run.output, run.tail()
+
+
+def test_ansible_doc_renders_the_role():
+    proc = subprocess.run([str(BIN / "ansible-doc"), "-t", "role", "stacksync.k8s.sync"], capture_output=True,
+                          text=True, env=clean_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "[WARNING]" not in proc.stderr, proc.stderr
+    for option in ("stacksync_sources", "stacksync_kubeconfig", "stacksync_api_key", "stacksync_results"):
+        assert option in proc.stdout
+
+
+@pytest.mark.xfail(reason="stacksync.k8s.stack returns its skipped objects under the key `skipped`, which Ansible "
+                          "reads as 'task skipped' (ansible.executor.task_result.TaskResult.is_skipped); the module "
+                          "must return them under another key", strict=False)
+def test_changed_is_reported_when_some_objects_are_skipped(setup, kube, tmp_path):
+    # A module result whose `skipped` key is a non-empty list makes Ansible count the task (or loop item)
+    # as skipped (TaskResult.is_skipped), which hides `changed` from the callback, the PLAY RECAP and AWX.
+    _tmp, inventory, variables, ns = setup
+    ns += "-skip"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("manifests/ns.yaml", namespace(ns))
+    repo.write("manifests/cm.yaml", configmap("applied", ns, {"k": "v"}))
+    ignored = configmap("opted-out", ns, {"k": "v"})
+    ignored["metadata"]["annotations"] = {"stacksync.io/ignore": "true"}
+    repo.write("manifests/ignored.yaml", ignored)
+    repo.commit("initial")
+    extra = dict(variables, stacksync_repo=repo.url, stacksync_path="manifests", stacksync_stack=variables["stack"] + "-skip")
+    try:
+        run = run_playbook(inventory, extra)
+        assert run.rc == 0, run.tail()
+        lines = run.summaries()["the-cluster"]
+        assert any("created 2" in line and "skipped 1" in line for line in lines), lines
+        # the apply task itself must be reported changed (not "skipping"), whatever the git tasks did
+        block = run.stdout.split("TASK [stacksync.k8s.sync : Apply the manifests of every stack]", 1)[1].split("\nTASK [", 1)[0]
+        assert "changed: [the-cluster] => (item=" in block, block
+    finally:
+        with contextlib.suppress(Exception):
+            build_client({"kubeconfig": kube.kubeconfig})[0].delete("/api/v1/namespaces/" + ns)

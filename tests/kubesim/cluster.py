@@ -1,0 +1,670 @@
+"""The simulated cluster state: typed object store, write pipeline, managed fields and watch events.
+
+Every public method takes the cluster lock; controllers (``controllers.py``) run inline after writes
+while the lock is held, so a write and its consequences are atomic for observers.
+"""
+
+import base64
+import collections
+import json
+import threading
+
+from . import errors, fields
+from .controllers import Controllers
+from .defaults import apply_defaults, check_types, validate
+from .patch import json_patch, merge_patch, strategic_merge_patch
+from .resources import BUILTINS, CREATE_ON_UPDATE, GENERATION_KINDS, ResourceType
+from .schema import SKELETONS, Root
+from .selectors import field_match, label_match, parse_field_selector, parse_label_selector
+from .util import deep, dig, new_uid, now, random_suffix
+
+_SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+IMMORTAL_NAMESPACES = ("default", "kube-public", "kube-system")
+_EVENT_LOG = 20000
+
+
+class Cluster:
+    """Thread-safe in-memory API state."""
+
+    def __init__(self, crd_establish_delay=0.1, pods_ready=True, ca_pem=""):
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
+        self.types = list(BUILTINS)
+        self.crd_types = {}
+        self.objects = collections.defaultdict(dict)
+        self.by_uid = {}
+        self.dependents = collections.defaultdict(set)
+        self.rv = 100
+        self.events = collections.deque(maxlen=_EVENT_LOG)
+        self.next_ip = 10
+        self.crd_establish_delay = crd_establish_delay
+        self.ca_pem = ca_pem
+        self.controllers = Controllers(self, pods_ready)
+        self._timers = []
+        self._index_types()
+        self._bootstrap()
+
+    # ----------------------------------------------------------------- types
+    def _index_types(self):
+        self.by_gvr = {(t.group, t.version, t.plural): t for t in self.types}
+        self.by_kind = {}
+        for t in self.types:
+            self.by_kind.setdefault((t.group, t.kind), t)
+        self.served = {(t.group, t.version) for t in self.types}
+
+    def resolve(self, group, version, plural):
+        """The served resource type, or a 404 like the real server's."""
+        with self.lock:
+            rt = self.by_gvr.get((group, version, plural))
+            if rt is None:
+                if (group, version) not in self.served:
+                    raise errors.page_not_found()
+                raise errors.unknown_resource()
+            return rt
+
+    def type_for_kind(self, api_version, kind):
+        """Resource type for an apiVersion/kind pair (None if not served)."""
+        group, _, version = api_version.rpartition("/")
+        with self.lock:
+            rt = self.by_kind.get((group, kind))
+            if rt is not None and rt.version != version:
+                rt = self.by_gvr.get((group, version, rt.plural), rt)
+            return rt
+
+    def register_crd(self, crd):
+        """Serve the resource types a CRD defines (called once it is Established)."""
+        spec = crd["spec"]
+        names = spec["names"]
+        new = []
+        for v in spec.get("versions") or []:
+            if not v.get("served", True):
+                continue
+            rt = ResourceType(spec["group"], v["name"], names["plural"], names["kind"], spec.get("scope") == "Namespaced",
+                              tuple(names.get("shortNames") or ()), subresources=tuple(sorted((v.get("subresources") or {}).keys())),
+                              categories=tuple(names.get("categories") or ()), singular=names.get("singular") or names["kind"].lower(),
+                              crd=crd["metadata"]["name"], schema=dig(v, "schema", "openAPIV3Schema", default={}) or {})
+            new.append(rt)
+        self.crd_types[crd["metadata"]["name"]] = new
+        self._rebuild_types()
+
+    def unregister_crd(self, name):
+        """Stop serving a CRD's types."""
+        if self.crd_types.pop(name, None) is not None:
+            self._rebuild_types()
+
+    def _rebuild_types(self):
+        self.types = list(BUILTINS) + [t for ts in self.crd_types.values() for t in ts]
+        self._index_types()
+
+    # ------------------------------------------------------------- bootstrap
+    def _bootstrap(self):
+        ns_rt = self.by_gvr[("", "v1", "namespaces")]
+        for name in _SYSTEM_NAMESPACES:
+            self.create(ns_rt, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, "kube-apiserver")
+        crb = self.by_gvr[("rbac.authorization.k8s.io", "v1", "clusterroles")]
+        for name, rules in _BOOTSTRAP_ROLES.items():
+            body = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                    "metadata": {"name": name, "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"}}, "rules": rules}
+            self.create(crb, None, body, "kube-apiserver")
+
+    # ------------------------------------------------------------ primitives
+    def _bump(self):
+        self.rv += 1
+        return str(self.rv)
+
+    def _find(self, rt, ns, name):
+        return self.objects[rt.key].get((ns or "", name))
+
+    def _ctx(self, rt):
+        return Root(rt.schema, custom=rt.crd is not None)
+
+    def _namespace(self, name):
+        return self.objects[("", "namespaces")].get(("", name))
+
+    def _emit(self, etype, rt, obj):
+        self.events.append((self.rv, etype, rt.key, deep(obj)))
+        self.changed.notify_all()
+
+    def _store(self, rt, obj, etype):
+        meta = obj["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        old = self.objects[rt.key].get(key)
+        if old is not None:
+            for ref in old["metadata"].get("ownerReferences") or []:
+                self.dependents[ref.get("uid")].discard((rt.key, key))
+        self.objects[rt.key][key] = obj
+        self.by_uid[meta["uid"]] = (rt, key)
+        for ref in meta.get("ownerReferences") or []:
+            self.dependents[ref.get("uid")].add((rt.key, key))
+        self._emit(etype, rt, obj)
+
+    def _remove(self, rt, obj):
+        meta = obj["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        self.objects[rt.key].pop(key, None)
+        self.by_uid.pop(meta["uid"], None)
+        for ref in meta.get("ownerReferences") or []:
+            self.dependents[ref.get("uid")].discard((rt.key, key))
+        self._bump()
+        gone = deep(obj)
+        gone["metadata"]["resourceVersion"] = str(self.rv)
+        self._emit("DELETED", rt, gone)
+        self.controllers.removed(rt, obj)
+
+    def lookup_uid(self, uid):
+        """(type, stored object) for a uid, or None."""
+        hit = self.by_uid.get(uid)
+        if hit is None:
+            return None
+        rt, key = hit
+        obj = self.objects[rt.key].get(key)
+        return (rt, obj) if obj is not None else None
+
+    def dependents_of(self, uid):
+        """(type, object) pairs whose ownerReferences name ``uid``."""
+        out = []
+        for tkey, key in sorted(self.dependents.get(uid, ())):
+            obj = self.objects[tkey].get(key)
+            rt = self._type_for_key(tkey)
+            if obj is not None and rt is not None:
+                out.append((rt, obj))
+        return out
+
+    def _type_for_key(self, tkey):
+        return next((t for t in self.types if t.key == tkey), None)
+
+    def render(self, rt, obj):
+        """Copy of a stored object as served by ``rt``'s version."""
+        out = deep(obj)
+        out["apiVersion"] = rt.api_version
+        return out
+
+    # ----------------------------------------------------------------- reads
+    def get(self, rt, ns, name):
+        """GET one object."""
+        with self.lock:
+            obj = self._find(rt, ns, name)
+            if obj is None:
+                raise errors.not_found(rt, name)
+            return self.render(rt, obj)
+
+    def list(self, rt, ns, label_selector="", field_selector="", limit=0, cont=""):
+        """LIST with selectors and pagination; returns the list object."""
+        labels = parse_label_selector(label_selector)
+        fsel = parse_field_selector(field_selector, rt.kind)
+        with self.lock:
+            start, rv = self._decode_continue(cont)
+            items = []
+            for key in sorted(self.objects[rt.key]):
+                if ns and key[0] != ns:
+                    continue
+                if start is not None and "/".join(key) <= start:
+                    continue
+                obj = self.objects[rt.key][key]
+                if label_match(obj["metadata"].get("labels"), labels) and field_match(obj, fsel):
+                    items.append((key, obj))
+            meta = {"resourceVersion": str(rv or self.rv)}
+            if limit and len(items) > limit:
+                last = items[limit - 1][0]
+                meta["continue"] = self._encode_continue("/".join(last), rv or self.rv)
+                if not labels and not fsel:
+                    meta["remainingItemCount"] = len(items) - limit
+                items = items[:limit]
+            rendered = []
+            for _, obj in items:
+                item = self.render(rt, obj)
+                if rt.crd is None:
+                    item.pop("apiVersion", None)
+                    item.pop("kind", None)
+                rendered.append(item)
+            return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": rendered}
+
+    @staticmethod
+    def _encode_continue(start, rv):
+        raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start + "\x00"}, separators=(",", ":"))
+        return base64.b64encode(raw.encode()).decode()
+
+    @staticmethod
+    def _decode_continue(token):
+        if not token:
+            return None, None
+        try:
+            data = json.loads(base64.b64decode(token))
+            return data["start"].rstrip("\x00"), int(data["rv"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise errors.bad_request(f"continue key is not valid: {exc}") from exc
+
+    # ---------------------------------------------------------------- writes
+    def _check_namespace(self, rt, ns, name, creating):
+        if not rt.namespaced:
+            return
+        nso = self._namespace(ns)
+        if nso is None:
+            raise errors.namespace_not_found(ns)
+        if creating and nso["metadata"].get("deletionTimestamp"):
+            raise errors.namespace_terminating(rt, name, ns)
+
+    def _prepare_body(self, rt, ns, body, name=None):
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request was in an unknown format - accepted media types include: "
+                                     "application/json, application/yaml, application/vnd.kubernetes.protobuf")
+        check_types(body)
+        obj = deep(body)
+        if obj.get("kind") and obj["kind"] != rt.kind:
+            raise errors.bad_request(f"the API version in the data ({obj.get('apiVersion')}) does not match the expected API version "
+                                     f"({rt.api_version})" if obj.get("apiVersion") != rt.api_version else
+                                     f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: no kind "{obj["kind"]}" is '
+                                     f'registered for version "{rt.api_version}"')
+        obj["kind"] = rt.kind
+        obj["apiVersion"] = rt.api_version
+        meta = obj.setdefault("metadata", {})
+        if rt.namespaced:
+            if meta.get("namespace") and meta["namespace"] != ns:
+                raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+        if name is not None and meta.get("name") and meta["name"] != name:
+            raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
+        if name is not None:
+            meta["name"] = name
+        return obj
+
+    def create(self, rt, ns, body, manager, dry_run=False, subresource=None):
+        """POST: create an object; returns the created object."""
+        with self.lock:
+            obj = self._prepare_body(rt, ns, body)
+            meta = obj["metadata"]
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = meta["generateName"] + random_suffix()
+            validate(obj, rt)
+            self._check_namespace(rt, ns, meta["name"], True)
+            if self._find(rt, ns, meta["name"]) is not None:
+                raise errors.already_exists(rt, meta["name"])
+            return self._insert(rt, obj, manager, dry_run, fields_set=None)
+
+    def _insert(self, rt, obj, manager, dry_run, fields_set, operation="Update"):
+        meta = obj["metadata"]
+        for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            meta.pop(k, None)
+        meta["uid"] = new_uid()
+        meta["creationTimestamp"] = now()
+        if rt.kind in GENERATION_KINDS or rt.crd:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        if "status" in rt.subresources and rt.kind != "Namespace":
+            obj.pop("status", None)
+        apply_defaults(obj, self._alloc_ip)
+        validate(obj, rt)
+        if fields_set is None:
+            changed, _ = fields.compare(_skeleton(rt, {}), _skeleton(rt, obj), self._ctx(rt))
+            fields_set = fields.strip(changed, "status" in rt.subresources) - _UNTRACKED.get(rt.kind, set())
+        meta.pop("managedFields", None)
+        if fields_set:
+            meta["managedFields"] = [_entry(manager, operation, rt.api_version, fields_set, None)]
+        if dry_run:
+            return self.render(rt, obj)
+        meta["resourceVersion"] = self._bump()
+        self._store(rt, obj, "ADDED")
+        self.controllers.written(rt, None, obj)
+        return self.render(rt, self._find(rt, meta.get("namespace"), meta["name"]))
+
+    def update(self, rt, ns, name, body, manager, dry_run=False, subresource=None):
+        """PUT: replace an object (optimistic concurrency on metadata.resourceVersion)."""
+        with self.lock:
+            obj = self._prepare_body(rt, ns, body, name)
+            old = self._find(rt, ns, name)
+            if old is None:
+                if rt.key in CREATE_ON_UPDATE and subresource is None:
+                    self._check_namespace(rt, ns, name, True)
+                    validate(obj, rt)
+                    return self._insert(rt, obj, manager, dry_run, None), 201
+                raise errors.not_found(rt, name)
+            want = obj["metadata"].get("resourceVersion")
+            if want and want != old["metadata"]["resourceVersion"]:
+                raise errors.conflict(rt, name)
+            return self._write(rt, old, obj, manager, dry_run, subresource), 200
+
+    def patch(self, rt, ns, name, ptype, body, manager, dry_run=False, subresource=None, force=False):
+        """PATCH (json, merge, strategic or apply); returns (object, status code)."""
+        with self.lock:
+            if ptype == "apply":
+                return self._apply(rt, ns, name, body, manager, force, dry_run, subresource)
+            old = self._find(rt, ns, name)
+            if old is None:
+                raise errors.not_found(rt, name)
+            current = self.render(rt, old)
+            if ptype == "json":
+                new = json_patch(current, body)
+            elif ptype == "merge":
+                new = merge_patch(current, body)
+            else:
+                if rt.crd is not None:
+                    raise errors.ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types "
+                                          "include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+                new = strategic_merge_patch(current, body, self._ctx(rt))
+            obj = self._prepare_body(rt, ns, new, name)
+            want = obj["metadata"].get("resourceVersion")
+            if want and want != old["metadata"]["resourceVersion"]:
+                raise errors.conflict(rt, name)
+            return self._write(rt, old, obj, manager, dry_run, subresource), 200
+
+    def _write(self, rt, old, obj, manager, dry_run, subresource, apply_sets=None):
+        """Common update path: immutables, status handling, defaults, managed fields, generation, store."""
+        meta, ometa = obj["metadata"], old["metadata"]
+        for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace", "name"):
+            if k in ometa:
+                meta[k] = ometa[k]
+            else:
+                meta.pop(k, None)
+        meta["resourceVersion"] = ometa["resourceVersion"]
+        has_status = "status" in rt.subresources
+        if subresource == "status":
+            restored = deep(old)
+            restored["status"] = obj.get("status")
+            if restored["status"] is None:
+                restored.pop("status")
+            restored["metadata"] = meta
+            obj = restored
+        elif has_status and rt.kind != "Namespace":
+            if "status" in old:
+                obj["status"] = deep(old["status"])
+            else:
+                obj.pop("status", None)
+        apply_defaults(obj, self._alloc_ip)
+        validate(obj, rt)
+        if ometa.get("deletionTimestamp"):
+            added = set(meta.get("finalizers") or []) - set(ometa.get("finalizers") or [])
+            if added:
+                why = "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers " + json.dumps(sorted(added))
+                raise errors.invalid(rt.kind, meta["name"], [("metadata.finalizers", "FieldValueForbidden", why)], rt.group or None)
+        self._update_managed(rt, old, obj, manager, subresource, apply_sets)
+        if _same(old, obj):
+            return self.render(rt, old)
+        if "generation" in ometa and _spec_changed(old, obj):
+            meta["generation"] = ometa["generation"] + 1
+        if dry_run:
+            return self.render(rt, obj)
+        if ometa.get("deletionTimestamp") and not meta.get("finalizers"):
+            self._remove(rt, obj)
+            return self.render(rt, obj)
+        meta["resourceVersion"] = self._bump()
+        self._store(rt, obj, "MODIFIED")
+        self.controllers.written(rt, old, obj)
+        return self.render(rt, self._find(rt, meta.get("namespace"), meta["name"]) or obj)
+
+    def _update_managed(self, rt, old, obj, manager, subresource, apply_sets):
+        """Recompute metadata.managedFields for an Update (or install precomputed Apply sets)."""
+        if apply_sets is not None:
+            entries = apply_sets
+        else:
+            base = old["metadata"].get("managedFields") or []
+            given = obj["metadata"].get("managedFields")
+            if given is not None and given != base:
+                base = given
+            entries = _decode_entries(base)
+            ctx = self._ctx(rt)
+            changed, removed = fields.compare(_skeleton(rt, old), _skeleton(rt, obj), ctx)
+            drop_status = "status" in rt.subresources and subresource != "status"
+            changed, removed = fields.strip(changed, drop_status), fields.strip(removed, drop_status)
+            me = (manager, "Update", subresource)
+            if changed or me in entries:
+                for ident, entry in entries.items():
+                    if ident != me:
+                        entry["set"] -= changed | removed
+                mine = entries.setdefault(me, {"apiVersion": rt.api_version, "set": set(), "time": now()})
+                if changed - mine["set"] or changed:
+                    mine["time"] = now()
+                mine["set"] = (mine["set"] | changed) - removed
+                mine["apiVersion"] = rt.api_version
+            else:
+                for entry in entries.values():
+                    entry["set"] -= removed
+        _encode_entries(obj, entries)
+
+    # ----------------------------------------------------------------- apply
+    def _apply(self, rt, ns, name, body, manager, force, dry_run, subresource):
+        if not manager:
+            raise errors.invalid("PatchOptions", None, [("fieldManager", "FieldValueRequired", "Required value: is required for apply patch")],
+                                 "meta.k8s.io")
+        if not isinstance(body, dict):
+            raise errors.bad_request("error decoding YAML: the body is not a YAML/JSON object")
+        if not body.get("apiVersion") or not body.get("kind"):
+            missing = "Kind" if not body.get("kind") else "apiVersion"
+            raise errors.bad_request(f"invalid object type: /, Kind= / Object '{missing}' is missing in '{json.dumps(body)}'")
+        if body["apiVersion"] != rt.api_version or body["kind"] != rt.kind:
+            raise errors.bad_request(f"the API version in the data ({body['apiVersion']}) does not match the expected API version "
+                                     f"({rt.api_version})" if body["apiVersion"] != rt.api_version else
+                                     f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: no kind "{body["kind"]}" '
+                                     f'is registered for version "{rt.api_version}"')
+        config = self._prepare_body(rt, ns, body, name)
+        ctx = self._ctx(rt)
+        drop_status = "status" in rt.subresources and subresource != "status"
+        cfg = deep(config)
+        if drop_status:
+            cfg.pop("status", None)
+        applied = fields.strip(fields.collect(cfg, ctx), drop_status)
+        me = (manager, "Apply", subresource)
+        live = self._find(rt, ns, name)
+        if live is None:
+            if subresource:
+                raise errors.not_found(rt, name)
+            self._check_namespace(rt, ns, name, True)
+            validate(config, rt)
+            return self._insert(rt, config, manager, dry_run, applied, "Apply"), 201
+        want = config["metadata"].get("resourceVersion")
+        if want and want != live["metadata"]["resourceVersion"]:
+            raise errors.conflict(rt, name)
+        entries = _decode_entries(live["metadata"].get("managedFields") or [])
+        merged = fields.merge(deep(live), cfg, ctx)
+        changed, _ = fields.compare(live, merged, ctx)
+        conflicts = []
+        for ident, entry in entries.items():
+            if ident[0] == manager:
+                continue
+            hit = changed & entry["set"] & applied
+            if hit and not force:
+                conflicts += [(fields.format_path(p), ident[0], entry["apiVersion"]) for p in sorted(hit)]
+            entry["set"] -= hit
+        if conflicts:
+            raise errors.apply_conflict(conflicts)
+        previous = entries.get(me, {}).get("set", set())
+        others = set().union(*(e["set"] for i, e in entries.items() if i != me)) if entries else set()
+        for path in sorted(previous - applied, key=len, reverse=True):
+            if not fields.owned_within(path, others | applied):
+                fields.remove_path(merged, path, ctx)
+        entries[me] = {"apiVersion": rt.api_version, "set": applied, "time": entries.get(me, {}).get("time") or now()}
+        if previous != applied or changed:
+            entries[me]["time"] = now()
+        merged["metadata"]["managedFields"] = live["metadata"].get("managedFields")
+        return self._write(rt, live, merged, manager, dry_run, subresource, apply_sets=entries), 200
+
+    # ---------------------------------------------------------------- delete
+    def delete(self, rt, ns, name, propagation=None, dry_run=False, preconditions=None):
+        """DELETE one object; returns (body, code): the object while finalizers hold it, else a Status."""
+        with self.lock:
+            obj = self._find(rt, ns, name)
+            if obj is None:
+                raise errors.not_found(rt, name)
+            pre = preconditions or {}
+            if pre.get("uid") and pre["uid"] != obj["metadata"]["uid"]:
+                raise errors.conflict(rt, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {obj['metadata']['uid']}")
+            if pre.get("resourceVersion") and pre["resourceVersion"] != obj["metadata"]["resourceVersion"]:
+                raise errors.conflict(rt, name, f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                                      f"ResourceVersion in object meta: {obj['metadata']['resourceVersion']}")
+            if rt.kind == "Namespace" and name in IMMORTAL_NAMESPACES:
+                raise errors.ApiError(403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                                      {"name": name, "kind": "namespaces"})
+            return self._delete(rt, obj, propagation or "Background", dry_run)
+
+    def _delete(self, rt, obj, propagation, dry_run):
+        meta = obj["metadata"]
+        success = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                   "details": {"name": meta["name"], "kind": rt.plural, "uid": meta["uid"]}}
+        if rt.group:
+            success["details"] = {"name": meta["name"], "group": rt.group, "kind": rt.plural, "uid": meta["uid"]}
+        finalizers = list(meta.get("finalizers") or [])
+        has_dependents = bool(self.dependents.get(meta["uid"]))
+        if propagation == "Foreground" and "foregroundDeletion" not in finalizers:
+            finalizers.append("foregroundDeletion")
+        elif propagation == "Orphan" and has_dependents and "orphan" not in finalizers:
+            finalizers.append("orphan")
+        held = bool(finalizers) or rt.kind in ("Namespace", "CustomResourceDefinition")
+        if dry_run:
+            return (self.render(rt, obj), 200) if held else (success, 200)
+        if not held:
+            self._remove(rt, obj)
+            return success, 200
+        if meta.get("deletionTimestamp"):
+            return self.render(rt, obj), 200
+        new = deep(obj)
+        new["metadata"]["deletionTimestamp"] = now()
+        if rt.kind != "Namespace":
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+        if finalizers:
+            new["metadata"]["finalizers"] = finalizers
+        if "generation" in new["metadata"]:
+            new["metadata"]["generation"] += 1
+        self.controllers.terminating(rt, new)
+        new["metadata"]["resourceVersion"] = self._bump()
+        self._store(rt, new, "MODIFIED")
+        response = self.render(rt, new)
+        self.controllers.deleting(rt, new, propagation)
+        return response, 200
+
+    def delete_collection(self, rt, ns, label_selector="", field_selector="", propagation=None, dry_run=False):
+        """DELETE on a collection; returns the list of affected objects."""
+        with self.lock:
+            listed = self.list(rt, ns, label_selector, field_selector)
+            for item in listed["items"]:
+                obj = self._find(rt, item["metadata"].get("namespace"), item["metadata"]["name"])
+                if obj is not None:
+                    self._delete(rt, obj, propagation or "Background", dry_run)
+            return listed
+
+    def remove_finalizer(self, rt, obj, finalizer):
+        """Drop one finalizer from a stored object (as its controller would); removes it when none are left."""
+        current = self._find(rt, obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        if current is None or finalizer not in (current["metadata"].get("finalizers") or []):
+            return
+        new = deep(current)
+        new["metadata"]["finalizers"] = [f for f in new["metadata"]["finalizers"] if f != finalizer]
+        if not new["metadata"]["finalizers"]:
+            del new["metadata"]["finalizers"]
+        self._write(rt, current, new, "kube-controller-manager", False, None)
+
+    def system_write(self, rt, obj, manager="kube-controller-manager", subresource=None):
+        """A write by a simulated controller (create if missing, else update)."""
+        meta = obj["metadata"]
+        old = self._find(rt, meta.get("namespace"), meta["name"])
+        if old is None:
+            return self._insert(rt, self._prepare_body(rt, meta.get("namespace"), obj), manager, False, None)
+        return self._write(rt, old, self._prepare_body(rt, meta.get("namespace"), obj, meta["name"]), manager, False, subresource)
+
+    # ------------------------------------------------------------- watching
+    def watch_events(self, since, timeout):
+        """Events with resourceVersion > since (blocking up to ``timeout`` seconds for new ones)."""
+        with self.lock:
+            if len(self.events) == self.events.maxlen and since < self.events[0][0] - 1:
+                raise errors.gone(f"too old resource version: {since} ({self.events[0][0] - 1})")
+            if not self.events or self.events[-1][0] <= since:
+                self.changed.wait(timeout)
+            return [e for e in self.events if e[0] > since]
+
+    # ---------------------------------------------------------------- timers
+    def schedule(self, delay, fn):
+        """Run ``fn`` under the lock after ``delay`` seconds (on a timer thread)."""
+        def run():
+            with self.lock:
+                fn()
+        timer = threading.Timer(delay, run)
+        timer.daemon = True
+        self._timers = [t for t in self._timers if t.is_alive()] + [timer]
+        timer.start()
+
+    def close(self):
+        """Cancel pending timers and wake watchers."""
+        for t in self._timers:
+            t.cancel()
+        with self.lock:
+            self.changed.notify_all()
+
+    def _alloc_ip(self):
+        self.next_ip += 1
+        return f"10.96.{self.next_ip // 250}.{self.next_ip % 250 + 1}"
+
+    def dump(self):
+        """Every stored object, grouped by ``group/plural`` (core: ``plural``)."""
+        with self.lock:
+            out = {}
+            for (group, plural), objs in self.objects.items():
+                if objs:
+                    out[f"{group}/{plural}" if group else plural] = [deep(o) for _, o in sorted(objs.items())]
+            return out
+
+
+def _skeleton(rt, obj):
+    """The object with the zero-value structs of its kind filled in (empty dicts / lists)."""
+    out = deep(obj)
+    for path in (*SKELETONS.get(rt.kind, ()), "metadata"):
+        cur = out
+        parts = path.split(".")
+        for part in parts[:-1]:
+            cur = cur.setdefault(part, {}) if isinstance(cur.get(part), dict) or part not in cur else cur[part]
+        last = parts[-1]
+        if last.endswith("[]"):
+            if isinstance(cur, dict) and not isinstance(cur.get(last[:-2]), list):
+                cur[last[:-2]] = []
+        elif isinstance(cur, dict) and not isinstance(cur.get(last), dict):
+            cur[last] = {}
+    return out
+
+
+def _same(old, new):
+    a, b = deep(old), deep(new)
+    for o in (a, b):
+        for e in o["metadata"].get("managedFields") or []:
+            e.pop("time", None)
+    return a == b
+
+
+def _spec_changed(old, new):
+    def body(o):
+        return {k: v for k, v in o.items() if k not in ("metadata", "status")}
+    return body(old) != body(new) or old["metadata"].get("deletionTimestamp") != new["metadata"].get("deletionTimestamp")
+
+
+def _decode_entries(managed):
+    entries = {}
+    for e in managed or []:
+        ident = (e.get("manager", ""), e.get("operation", "Update"), e.get("subresource"))
+        entries[ident] = {"apiVersion": e.get("apiVersion", ""), "time": e.get("time"), "set": fields.from_fields_v1(e.get("fieldsV1"))}
+    return entries
+
+
+def _entry(manager, operation, api_version, paths, subresource, time=None):
+    entry = {"manager": manager, "operation": operation, "apiVersion": api_version, "time": time or now(), "fieldsType": "FieldsV1",
+             "fieldsV1": fields.to_fields_v1(paths)}
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
+
+
+def _encode_entries(obj, entries):
+    managed = [_entry(i[0], i[1], e["apiVersion"], e["set"], i[2], e.get("time")) for i, e in entries.items() if e["set"]]
+    if managed:
+        obj["metadata"]["managedFields"] = managed
+    else:
+        obj["metadata"].pop("managedFields", None)
+
+
+# Fields set by a kind's create strategy rather than by defaulting: never owned by the creator.
+_UNTRACKED = {"Namespace": {("f:spec", "f:finalizers"), ("f:spec",)}}
+
+_BOOTSTRAP_ROLES = {
+    "cluster-admin": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}],
+    "admin": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
+    "edit": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}],
+    "view": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]}],
+}

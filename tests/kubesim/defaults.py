@@ -1,0 +1,383 @@
+"""Server-side defaulting and validation for the built-in kinds the collection touches."""
+
+import re
+
+from .errors import bad_request, invalid
+
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+# Kinds whose names must be DNS-1123 labels rather than subdomains.
+_LABEL_NAMED = {"Namespace", "Service"}
+# Kinds whose names may be any path segment (RBAC).
+_PATH_NAMED = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
+
+
+def _container_defaults(c):
+    image = c.get("image", "")
+    tag = image.rsplit("/", 1)[-1]
+    if "@" not in image:
+        latest = ":" not in tag or tag.endswith(":latest")
+        c.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
+    else:
+        c.setdefault("imagePullPolicy", "IfNotPresent")
+    c.setdefault("resources", {})
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    for p in c.get("ports") or []:
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+    for e in c.get("env") or []:
+        fr = e.get("valueFrom", {}).get("fieldRef") if isinstance(e, dict) else None
+        if isinstance(fr, dict):
+            fr.setdefault("apiVersion", "v1")
+
+
+def pod_spec_defaults(spec, restart="Always"):
+    """Defaults of a PodSpec (as in a pod template)."""
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or []:
+            if isinstance(c, dict):
+                _container_defaults(c)
+    spec.setdefault("restartPolicy", restart)
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    if spec.get("serviceAccountName") and not spec.get("serviceAccount"):
+        spec["serviceAccount"] = spec["serviceAccountName"]
+    for v in spec.get("volumes") or []:
+        for src, field, value in (("configMap", "defaultMode", 420), ("secret", "defaultMode", 420)):
+            if isinstance(v, dict) and isinstance(v.get(src), dict):
+                v[src].setdefault(field, value)
+
+
+def _template(spec, restart="Always"):
+    tpl = spec.setdefault("template", {})
+    if isinstance(tpl, dict):
+        pod_spec_defaults(tpl.setdefault("spec", {}), restart)
+
+
+def _deployment(obj):
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    strategy = spec.setdefault("strategy", {})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        ru = strategy.setdefault("rollingUpdate", {})
+        ru.setdefault("maxSurge", "25%")
+        ru.setdefault("maxUnavailable", "25%")
+    _template(spec)
+
+
+def _statefulset(obj):
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+    us = spec.setdefault("updateStrategy", {})
+    us.setdefault("type", "RollingUpdate")
+    if us["type"] == "RollingUpdate":
+        us.setdefault("rollingUpdate", {"partition": 0})
+    _template(spec)
+
+
+def _daemonset(obj):
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("revisionHistoryLimit", 10)
+    us = spec.setdefault("updateStrategy", {})
+    us.setdefault("type", "RollingUpdate")
+    if us["type"] == "RollingUpdate":
+        us.setdefault("rollingUpdate", {"maxSurge": 0, "maxUnavailable": 1})
+    _template(spec)
+
+
+def _replicaset(obj):
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    _template(spec)
+
+
+def _job_spec(spec):
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("completions", 1)
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    _template(spec, "Never")
+
+
+def _job(obj):
+    _job_spec(obj.setdefault("spec", {}))
+
+
+def _cronjob(obj):
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("failedJobsHistoryLimit", 1)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("suspend", False)
+    _job_spec(spec.setdefault("jobTemplate", {}).setdefault("spec", {}))
+
+
+def _pod(obj):
+    pod_spec_defaults(obj.setdefault("spec", {}))
+    spec = obj["spec"]
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    spec.setdefault("priority", 0)
+    spec.setdefault("serviceAccountName", "default")
+    spec.setdefault("serviceAccount", spec["serviceAccountName"])
+    spec.setdefault("tolerations", [
+        {"effect": "NoExecute", "key": "node.kubernetes.io/not-ready", "operator": "Exists", "tolerationSeconds": 300},
+        {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 300}])
+    status = obj.setdefault("status", {})
+    status.setdefault("phase", "Pending")
+    status.setdefault("qosClass", "BestEffort")
+
+
+def _service(obj, alloc_ip):
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec["type"] != "ExternalName":
+        if "clusterIP" not in spec:
+            spec["clusterIP"] = alloc_ip()
+        spec.setdefault("clusterIPs", [spec["clusterIP"]] if spec["clusterIP"] else [])
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    for p in spec.get("ports") or []:
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+            if "targetPort" not in p and "port" in p:
+                p["targetPort"] = p["port"]
+    obj.setdefault("status", {}).setdefault("loadBalancer", {})
+
+
+def _namespace(obj):
+    name = obj["metadata"].get("name")
+    obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
+    obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+    obj.setdefault("status", {}).setdefault("phase", "Active")
+
+
+def _secret(obj):
+    obj.setdefault("type", "Opaque")
+
+
+def _pvc(obj):
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("volumeMode", "Filesystem")
+    obj.setdefault("status", {}).setdefault("phase", "Pending")
+
+
+def _pv(obj):
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    spec.setdefault("volumeMode", "Filesystem")
+    obj.setdefault("status", {}).setdefault("phase", "Pending")
+
+
+def _storageclass(obj):
+    obj.setdefault("reclaimPolicy", "Delete")
+    obj.setdefault("volumeBindingMode", "Immediate")
+
+
+def _networkpolicy(obj):
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("podSelector", {})
+    if "policyTypes" not in spec:
+        spec["policyTypes"] = ["Ingress", "Egress"] if spec.get("egress") else ["Ingress"]
+
+
+def _crd(obj):
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("conversion", {"strategy": "None"})
+    names = spec.get("names") or {}
+    if names.get("kind") and "listKind" not in names:
+        names["listKind"] = names["kind"] + "List"
+    if names.get("plural") and "singular" not in names and names.get("kind"):
+        names["singular"] = names["kind"].lower()
+    status = obj.setdefault("status", {})
+    status.setdefault("acceptedNames", {"kind": "", "plural": ""})
+    status.setdefault("conditions", None)
+    status.setdefault("storedVersions", [v["name"] for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("storage")])
+
+
+def _rbac_role(obj):
+    if obj.get("rules") == []:
+        obj["rules"] = None
+
+
+_DEFAULTERS = {
+    "Deployment": _deployment, "StatefulSet": _statefulset, "DaemonSet": _daemonset, "ReplicaSet": _replicaset,
+    "Job": _job, "CronJob": _cronjob, "Pod": _pod, "Namespace": _namespace, "Secret": _secret,
+    "PersistentVolumeClaim": _pvc, "PersistentVolume": _pv, "StorageClass": _storageclass, "NetworkPolicy": _networkpolicy,
+    "CustomResourceDefinition": _crd, "ClusterRole": _rbac_role, "Role": _rbac_role,
+}
+
+
+def apply_defaults(obj, alloc_ip):
+    """Fill in server defaults in place."""
+    kind = obj.get("kind")
+    if kind == "Service":
+        _service(obj, alloc_ip)
+    elif kind in _DEFAULTERS:
+        _DEFAULTERS[kind](obj)
+
+
+def _int_field(obj, path, kind):
+    cur = obj
+    for p in path.split("."):
+        if not isinstance(cur, dict):
+            return
+        cur = cur.get(p)
+    if cur is not None and (not isinstance(cur, int) or isinstance(cur, bool)):
+        go = {"Deployment": "DeploymentSpec", "StatefulSet": "StatefulSetSpec", "ReplicaSet": "ReplicaSetSpec"}.get(kind, kind + "Spec")
+        what = "string" if isinstance(cur, str) else type(cur).__name__
+        raise bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot unmarshal {what} into Go struct field '
+                          f"{go}.{path} of type int32")
+
+
+def check_types(obj):
+    """400 for values that the real server cannot even decode."""
+    kind = obj.get("kind")
+    if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        _int_field(obj, "spec.replicas", kind)
+    meta = obj.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot unmarshal into Go struct field {kind}.metadata')
+    for key in ("labels", "annotations"):
+        val = (meta or {}).get(key)
+        if isinstance(val, dict) and any(not isinstance(v, str) for v in val.values()):
+            raise bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot unmarshal number into Go struct field '
+                              f"ObjectMeta.metadata.{key} of type string")
+    if kind in ("ConfigMap", "Secret"):
+        for key in ("data", "stringData"):
+            val = obj.get(key)
+            if isinstance(val, dict) and any(not isinstance(v, str) for v in val.values()):
+                raise bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot unmarshal number into Go struct field '
+                                  f"{kind}.{key} of type string")
+
+
+def _name_causes(kind, name, generate):
+    if not name:
+        return [] if generate else [("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")]
+    if kind in _PATH_NAMED:
+        if name in (".", "..") or "/" in name or "%" in name:
+            return [("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": may not contain \'/\'')]
+        return []
+    if kind in _LABEL_NAMED:
+        if len(name) > 63 or not _DNS1123_LABEL.match(name):
+            return [("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": a lowercase RFC 1123 label must consist of lower case '
+                     "alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+                     "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")]
+        return []
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+        return [("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
+                 "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+                 "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")]
+    return []
+
+
+def _label_causes(meta):
+    causes = []
+    for key, value in (meta.get("labels") or {}).items():
+        name = key.rsplit("/", 1)[-1]
+        if not name or len(name) > 63 or not _LABEL_NAME.match(name):
+            causes.append(("metadata.labels", "FieldValueInvalid", f'Invalid value: "{key}": name part must consist of alphanumeric characters, '
+                           "'-', '_' or '.', and must start and end with an alphanumeric character"))
+        if value and (len(value) > 63 or not _LABEL_NAME.match(value)):
+            causes.append(("metadata.labels", "FieldValueInvalid", f'Invalid value: "{value}": a valid label must be an empty string or '
+                           "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"))
+    return causes
+
+
+def _selector_matches(selector, labels):
+    ml = (selector or {}).get("matchLabels") or {}
+    return all((labels or {}).get(k) == v for k, v in ml.items())
+
+
+def _workload_causes(obj):
+    spec = obj.get("spec") or {}
+    causes = []
+    kind = obj["kind"]
+    template = spec.get("template") or {}
+    if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"):
+        sel = spec.get("selector")
+        if not sel:
+            causes.append(("spec.selector", "FieldValueRequired", "Required value"))
+        elif not _selector_matches(sel, (template.get("metadata") or {}).get("labels")):
+            labels = (template.get("metadata") or {}).get("labels") or {}
+            causes.append(("spec.template.metadata.labels", "FieldValueInvalid",
+                           f"Invalid value: {_go_map(labels)}: `selector` does not match template `labels`"))
+    if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
+        causes += _containers_causes((template.get("spec") or {}), "spec.template.spec")
+    if kind == "Pod":
+        causes += _containers_causes(spec, "spec")
+    return causes
+
+
+def _go_map(labels):
+    return "map[string]string{" + ", ".join(f'"{k}":"{v}"' for k, v in sorted(labels.items())) + "}"
+
+
+def _containers_causes(pod_spec, prefix):
+    containers = pod_spec.get("containers")
+    if not containers:
+        return [(f"{prefix}.containers", "FieldValueRequired", "Required value")]
+    causes = []
+    for i, c in enumerate(containers):
+        if not c.get("name"):
+            causes.append((f"{prefix}.containers[{i}].name", "FieldValueRequired", "Required value"))
+        if not c.get("image"):
+            causes.append((f"{prefix}.containers[{i}].image", "FieldValueRequired", "Required value"))
+    return causes
+
+
+def _crd_causes(obj):
+    spec = obj.get("spec") or {}
+    names = spec.get("names") or {}
+    causes = []
+    name = obj["metadata"].get("name", "")
+    if not spec.get("group"):
+        causes.append(("spec.group", "FieldValueRequired", "Required value"))
+    if not names.get("plural"):
+        causes.append(("spec.names.plural", "FieldValueRequired", "Required value"))
+    if not names.get("kind"):
+        causes.append(("spec.names.kind", "FieldValueRequired", "Required value"))
+    if spec.get("scope") not in ("Namespaced", "Cluster"):
+        causes.append(("spec.scope", "FieldValueNotSupported", f'Unsupported value: "{spec.get("scope", "")}": supported values: "Cluster", "Namespaced"'))
+    if names.get("plural") and spec.get("group") and name != f"{names['plural']}.{spec['group']}":
+        causes.append(("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group'))
+    versions = spec.get("versions") or []
+    if not versions:
+        causes.append(("spec.versions", "FieldValueInvalid", "Invalid value: \"null\": must have exactly one version marked as storage version"))
+    elif sum(1 for v in versions if v.get("storage")) != 1:
+        causes.append(("spec.versions", "FieldValueInvalid", "Invalid value: ...: must have exactly one version marked as storage version"))
+    return causes
+
+
+def validate(obj, rt):
+    """Raise 422 Invalid with causes for objects the real server would reject."""
+    meta = obj.get("metadata") or {}
+    kind = rt.kind
+    causes = _name_causes(kind, meta.get("name"), meta.get("generateName"))
+    causes += _label_causes(meta)
+    if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "Pod"):
+        causes += _workload_causes(obj)
+    if kind == "CustomResourceDefinition":
+        causes += _crd_causes(obj)
+    if kind in ("ConfigMap", "Secret"):
+        for key in ("data", "binaryData", "stringData"):
+            for k in obj.get(key) or {}:
+                if not re.match(r"^[-._a-zA-Z0-9]+$", k):
+                    why = f"Invalid value: \"{k}\": a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
+                    causes.append((f"{key}[{k}]", "FieldValueInvalid", why))
+    if causes:
+        raise invalid(kind, meta.get("name"), causes, rt.group or None)

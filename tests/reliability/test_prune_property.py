@@ -1,0 +1,461 @@
+"""Prune safety, proven by property-based tests (issue 9).
+
+Hypothesis generates short sequences of repo states for two stacks (objects added, changed,
+removed, moved between the stacks and between namespaces; ConfigMaps, Secrets, cluster-scoped
+ClusterRoles -- sometimes with a stray ``namespace`` in the file --, a custom resource, a Namespace
+owned by a stack, objects with the ignore annotation) interleaved with out-of-band changes (foreign
+objects, the stack label copied onto foreign objects with and without the owner annotation,
+controller-owned children inheriting labels, manual edits by another field manager, labels
+removed, ignore annotations added, objects deleted by hand). Each step syncs both stacks, in a
+generated order, with the real engine.
+
+Invariants, checked after every sync:
+
+* every DELETE the engine sent targeted an object that, just before the sync, carried this stack's
+  label *and* an owner mark matching its own identity, was not desired and was not protected
+  (ownerReferences, ignore annotation); no other object of the sequence vanished (except children
+  garbage-collected after their owner);
+* after a sync without error, the stack's live objects equal its desired set (content included:
+  out-of-band edits reverted), except protected objects and Namespaces reported as skipped;
+* an empty desired set never prunes (the engine refuses without ``allow_empty``).
+
+``STACKSYNC_PROPERTY_EXAMPLES`` sets the number of sequences against the simulator (default 500);
+``STACKSYNC_PROPERTY_EXAMPLES_REAL`` the batch run through the ``kube`` fixture (default 20; a
+real cluster when ``STACKSYNC_TEST_KUBECONFIG`` is set). Seeded (derandomized): reproducible.
+"""
+
+import contextlib
+import itertools
+import os
+import time
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
+    CHECKSUM_ANNOTATION,
+    IGNORE_ANNOTATION,
+    OWNER_ANNOTATION,
+    STACK_LABEL,
+)
+from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import owner_mark
+
+from . import helpers as H
+
+RBAC = "rbac.authorization.k8s.io"
+SLOTS = [
+    ("", "ConfigMap", "c0"), ("", "ConfigMap", "c1"), ("", "ConfigMap", "c2"),
+    ("", "Secret", "s0"),
+    (RBAC, "ClusterRole", "r0"), (RBAC, "ClusterRole", "r1"),
+    (H.CR_GROUP, "Widget", "w0"), (H.CR_GROUP, "Widget", "w1"),
+]
+STACKS = ("a", "b")
+VERBS = (["get"], ["get", "list"], ["watch"])
+OOB_OPS = ("foreign", "copy_label", "child", "edit", "unlabel", "ignore", "delete", "foreign_z")
+
+# -- strategies -----------------------------------------------------------------------------------
+slot_state = st.one_of(
+    st.fixed_dictionaries({
+        "stack": st.sampled_from(STACKS),
+        "ns": st.sampled_from(("x", "y", None, "z")),  # None: the stack's default namespace
+        "variant": st.integers(0, 2),
+        "ignored": st.sampled_from((False,) * 7 + (True,)),
+        "stray_ns": st.booleans(),  # cluster-scoped only: the file names a namespace anyway
+    }),
+    st.none(),
+)
+repo_state = st.fixed_dictionaries({
+    "slots": st.lists(slot_state, min_size=len(SLOTS), max_size=len(SLOTS)),
+    "z": st.sampled_from((False, False, True)),  # stack a declares Namespace <p>-z
+})
+oob_op = st.tuples(st.sampled_from(OOB_OPS), st.integers(0, 60), st.booleans())
+step = st.fixed_dictionaries({
+    "repo": repo_state,
+    "oob": st.lists(oob_op, max_size=2),
+    "order": st.sampled_from((("a", "b"), ("b", "a"))),
+})
+sequence = st.lists(step, min_size=2, max_size=4)
+
+EXAMPLES = H.env_int("STACKSYNC_PROPERTY_EXAMPLES", 500)
+EXAMPLES_REAL = H.env_int("STACKSYNC_PROPERTY_EXAMPLES_REAL", 20)
+
+
+class Stats:
+    def __init__(self):
+        self.sequences = 0
+        self.steps = 0
+        self.syncs = 0
+        self.failed_syncs = 0
+        self.deletes_checked = 0
+        self.pruned = 0
+        self.wrongly_deleted = 0
+        self.oob = 0
+        self.refused_empty = 0
+
+
+class Sequence:
+    """One generated sequence in its own namespaces and stacks."""
+
+    _counter = itertools.count()
+    _run = uuid.uuid4().hex[:4]
+
+    def __init__(self, client, discovery, stats, sim=None):
+        self.sim = sim
+        self.p = "r%s%d" % (self._run, next(self._counter))
+        self.client = client
+        self.discovery = discovery
+        self.stats = stats
+        self.ns = {"x": self.p + "-x", "y": self.p + "-y", "z": self.p + "-z"}
+        self.stack = {"a": self.p + "-a", "b": self.p + "-b"}
+        self.default_ns = {"a": self.ns["x"], "b": self.ns["y"]}
+        self.oob_counter = itertools.count()
+        self.deletes = []
+        self._orig_request = client.request
+        client.request = self._request
+
+    # every request the engine sends goes through here: DELETEs are recorded
+    def _request(self, method, path, *args, **kwargs):
+        if method == "DELETE":
+            self.deletes.append(path)
+        return self._orig_request(method, path, *args, **kwargs)
+
+    def setup(self):
+        for key in ("x", "y"):
+            H.create_namespace(self.client, self.ns[key])
+
+    def cleanup(self):
+        self.client.request = self._orig_request
+        for key in ("x", "y", "z"):
+            H.delete_quietly(self.client, "/api/v1/namespaces/" + self.ns[key])
+        snap = self.snapshot()
+        for oid in snap:
+            if not oid.namespace and oid.kind != "Namespace":
+                H.delete_quietly(self.client, H.object_path(oid))
+
+    # -- model ----------------------------------------------------------------------------------
+    def desired(self, repo, stack):
+        """``[(ObjectId, manifest)]`` of ``stack`` in ``repo`` (ignored ones included)."""
+        out = []
+        if stack == "a" and repo["z"]:
+            out.append((ObjectId("", "Namespace", "", self.ns["z"]),
+                        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ns["z"]}}))
+        for (group, kind, slot), state in zip(SLOTS, repo["slots"]):
+            if state is None or state["stack"] != stack:
+                continue
+            name = "%s-%s" % (self.p, slot)
+            api_version, _path, namespaced = H.KINDS[(group, kind)]
+            meta = {"name": name}
+            ns_key = state["ns"]
+            if ns_key == "z" and not (stack == "a" and repo["z"]):
+                ns_key = "x"
+            if namespaced:
+                ns = self.ns[ns_key] if ns_key else self.default_ns[stack]
+                if ns_key:
+                    meta["namespace"] = ns
+            else:
+                ns = ""
+                if state["stray_ns"]:
+                    meta["namespace"] = self.ns["y"]
+            if state["ignored"]:
+                meta["annotations"] = {IGNORE_ANNOTATION: "true"}
+            m = {"apiVersion": api_version, "kind": kind, "metadata": meta}
+            v = state["variant"]
+            if kind == "ConfigMap":
+                m["data"] = {"v": "value-%d" % v, "slot": slot}
+            elif kind == "Secret":
+                m["stringData"] = {"k": "secret-%d" % v}
+            elif kind == "ClusterRole":
+                m["rules"] = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": VERBS[v]}]
+            else:
+                m["spec"] = {"size": v, "slot": slot}
+            out.append((ObjectId(group, kind, ns, name), m))
+        return out
+
+    @staticmethod
+    def content_matches(oid, manifest, live):
+        # fields of other managers (a foreign object taken over) may stay: ours must match
+        if oid.kind == "ConfigMap":
+            data = live.get("data") or {}
+            return all(data.get(k) == v for k, v in manifest["data"].items())
+        if oid.kind == "Secret":
+            return (live.get("data") or {}).get("k") == H.b64(manifest["stringData"]["k"])
+        if oid.kind == "ClusterRole":
+            rules = [{k: v for k, v in r.items() if v not in (None, [])} for r in live.get("rules") or []]
+            return rules == manifest["rules"]
+        if oid.kind == "Widget":
+            return live.get("spec") == manifest["spec"]
+        return True
+
+    # -- cluster --------------------------------------------------------------------------------
+    def snapshot(self):
+        """``{ObjectId: obj}`` of every object of this sequence (by name prefix)."""
+        out = {}
+        prefix = self.p + "-"
+        if self.sim is not None:  # the simulator's state dump: no HTTP round trips
+            dump = self.sim.dump()
+            for (group, kind), (_av, tmpl, namespaced) in H.KINDS.items():
+                plural = tmpl.rsplit("/", 1)[1]
+                for obj in dump.get(group + "/" + plural if group else plural, ()):
+                    meta = obj.get("metadata") or {}
+                    if (meta.get("name") or "").startswith(prefix):
+                        oid = ObjectId(group, kind, (meta.get("namespace") or "") if namespaced else "", meta["name"])
+                        out[oid] = obj
+            return out
+        for (group, kind), (_av, _tmpl, namespaced) in H.KINDS.items():
+            path = ("/apis/%s/v1/widgets" % H.CR_GROUP) if kind == "Widget" else (
+                "/api/v1/%ss" % kind.lower() if not group else H.collection_path(group, kind))
+            for obj in self.client.list(path):
+                meta = obj.get("metadata") or {}
+                if not (meta.get("name") or "").startswith(prefix):
+                    continue
+                oid = ObjectId(group, kind, (meta.get("namespace") or "") if namespaced else "", meta["name"])
+                out[oid] = obj
+        return out
+
+    def settle(self):
+        """Wait until a Namespace being deleted is gone (a real cluster deletes asynchronously)."""
+        z = self.client.get_or_none("/api/v1/namespaces/" + self.ns["z"])
+        if z is not None and (z.get("metadata") or {}).get("deletionTimestamp"):
+            H.wait_namespaces_gone(self.client, [self.ns["z"]])
+
+    def out_of_band(self, op, target, flag, snap):
+        """Apply one out-of-band change as another actor would."""
+        k = next(self.oob_counter)
+        c = self.client
+        owned = sorted((oid, obj) for oid, obj in snap.items()
+                       if any(H.owned(obj, self.stack[s], oid) for s in STACKS) and oid.kind != "Namespace")
+        stack = self.stack["a" if flag else "b"]
+        if op == "foreign":
+            if target % 2:
+                name = "%s-r%d" % (self.p, target % 3) if target % 3 == 0 else "%s-fr%d" % (self.p, k)
+                body = {"apiVersion": RBAC + "/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": []}
+                c.create(H.collection_path(RBAC, "ClusterRole"), body)
+            else:
+                name = "%s-c%d" % (self.p, target % 3) if target % 3 == 0 else "%s-f%d" % (self.p, k)
+                ns = self.ns["x" if flag else "y"]
+                body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
+                        "data": {"foreign": "yes"}}
+                c.create(H.collection_path("", "ConfigMap", ns), body)
+        elif op == "copy_label":
+            meta = {"name": "%s-l%d" % (self.p, k), "namespace": self.ns["x"], "labels": {STACK_LABEL: stack}}
+            donors = [obj for oid, obj in owned if H.labels_of(obj).get(STACK_LABEL) == stack]
+            if target % 2 and donors:
+                ann = H.annotations_of(donors[target % len(donors)])
+                meta["annotations"] = {key: ann[key] for key in (OWNER_ANNOTATION, CHECKSUM_ANNOTATION) if key in ann}
+            elif target % 2:
+                meta["annotations"] = {OWNER_ANNOTATION: "0" * 20}
+            c.create(H.collection_path("", "ConfigMap", self.ns["x"]),
+                     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"copied": "yes"}})
+        elif op == "child":
+            parents = [(oid, obj) for oid, obj in owned if oid.kind != "Secret"]
+            if not parents:
+                return
+            poid, parent = parents[target % len(parents)]
+            pmeta = parent["metadata"]
+            cid = ObjectId(poid.group, poid.kind, poid.namespace, "%s-k%d" % (poid.name, k))
+            ann = dict(H.annotations_of(parent))
+            ann.pop(IGNORE_ANNOTATION, None)
+            if flag:  # worst case: a mark that matches the child's own identity
+                ann[OWNER_ANNOTATION] = owner_mark(H.labels_of(parent).get(STACK_LABEL), cid)
+            meta = {"name": cid.name, "labels": dict(H.labels_of(parent)), "annotations": ann,
+                    "ownerReferences": [{"apiVersion": parent["apiVersion"], "kind": poid.kind, "name": poid.name,
+                                         "uid": pmeta["uid"], "controller": True, "blockOwnerDeletion": True}]}
+            if cid.namespace:
+                meta["namespace"] = cid.namespace
+            body = {"apiVersion": parent["apiVersion"], "kind": poid.kind, "metadata": meta}
+            for field in ("data", "rules", "spec"):
+                if field in parent:
+                    body[field] = parent[field]
+            c.create(H.collection_path(cid.group, cid.kind, cid.namespace), body)
+        elif op in ("edit", "unlabel", "ignore", "delete"):
+            if not owned:
+                return
+            oid, obj = owned[target % len(owned)]
+            if op == "delete":
+                c.delete(H.object_path(oid))
+                return
+            if op == "unlabel":
+                body = {"metadata": {"labels": {STACK_LABEL: None}}}
+            elif op == "ignore":
+                body = {"metadata": {"annotations": {IGNORE_ANNOTATION: "true"}}}
+            elif oid.kind == "ConfigMap":
+                body = {"data": {"v": "edited"}}
+            elif oid.kind == "Secret":
+                body = {"data": {"k": H.b64("edited")}}
+            elif oid.kind == "ClusterRole":
+                body = {"rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}
+            else:
+                body = {"spec": {"size": 99}}
+            H.merge_patch(c, oid, body)
+        elif op == "foreign_z":
+            z = snap.get(ObjectId("", "Namespace", "", self.ns["z"]))
+            if z is None or (z.get("metadata") or {}).get("deletionTimestamp"):
+                return
+            c.create(H.collection_path("", "ConfigMap", self.ns["z"]),
+                     {"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "%s-fz%d" % (self.p, k), "namespace": self.ns["z"]}, "data": {"z": "1"}})
+        self.stats.oob += 1
+
+    # -- one sync and its invariants ------------------------------------------------------------
+    def sync_and_check(self, repo, s, before):
+        desired = self.desired(repo, s)
+        desired_ids = {oid for oid, _m in desired}
+        by_path = {H.object_path(oid): (oid, obj) for oid, obj in before.items()}
+        self.deletes = []
+        cs, err = H.sync(self.client, self.stack[s], [m for _oid, m in desired], namespace=self.default_ns[s],
+                         record_namespace=self.ns["x"], discovery=self.discovery)
+        after = self.snapshot()
+        self.stats.syncs += 1
+        context = "stack %s, desired %s, error %s" % (self.stack[s], sorted(map(str, desired_ids)), err)
+
+        # 1. every DELETE targeted a prunable object of this stack
+        for path in self.deletes:
+            if "/leases/" in path:
+                continue
+            self.stats.deletes_checked += 1
+            hit = by_path.get(path)
+            if hit is None or not H.may_prune(hit[1], hit[0], self.stack[s], desired_ids):
+                self.stats.wrongly_deleted += 1
+                pytest.fail("engine sent DELETE %s for an object it may not prune (%s); %s" % (
+                    path, "unknown object" if hit is None else hit[1].get("metadata"), context))
+        # 2. nothing else vanished
+        bad = H.deletion_violations(before, after, self.stack[s], desired_ids)
+        if bad:
+            self.stats.wrongly_deleted += len(bad)
+            pytest.fail("objects deleted that were not prunable by %s: %s; %s" % (
+                self.stack[s], [str(oid) for oid, _o in bad], context))
+        self.stats.pruned += len(cs.pruned) if cs is not None else 0
+
+        if not desired:
+            # an empty render never prunes
+            assert err is not None and "empty" in str(err), context
+            self.stats.refused_empty += 1
+            return after
+        if err is not None:
+            self.stats.failed_syncs += 1
+            assert not (cs and cs.pruned), "a failed run pruned: %s" % context
+            pytest.fail("a fault-free sync failed: %s" % context)
+
+        # 3. converged: live == desired (content included), apart from protected objects
+        for oid, manifest in desired:
+            if H.is_true(H.annotations_of(manifest).get(IGNORE_ANNOTATION) or ""):
+                continue
+            was = before.get(oid)
+            if was is not None and H.is_true(H.annotations_of(was).get(IGNORE_ANNOTATION) or ""):
+                continue  # the live copy opted out
+            live = after.get(oid)
+            assert live is not None, "desired %s missing after sync; %s" % (oid, context)
+            assert H.owned(live, self.stack[s], oid), "desired %s not stamped as %s's: %s; %s" % (
+                oid, self.stack[s], live["metadata"], context)
+            assert self.content_matches(oid, manifest, live), "desired %s has drifted content %s; %s" % (
+                oid, {k: live.get(k) for k in ("data", "rules", "spec")}, context)
+        skipped_ns = {(ref.get("name")) for ref in cs.skipped if ref.get("kind") == "Namespace"}
+        for oid, obj in after.items():
+            if oid in desired_ids or not H.owned(obj, self.stack[s], oid) or H.protected(obj):
+                continue
+            if oid.kind == "Namespace" and (oid.name in skipped_ns or (obj.get("metadata") or {}).get("deletionTimestamp")):
+                continue
+            if (obj.get("metadata") or {}).get("deletionTimestamp"):
+                continue  # being deleted (foreground / finalizers on a real cluster)
+            pytest.fail("%s is %s's, not desired and not protected, but was not pruned; %s" % (oid, self.stack[s], context))
+        return after
+
+    def run(self, steps):
+        self.setup()
+        snap = self.snapshot()
+        for st_ in steps:
+            self.stats.steps += 1
+            self.settle()
+            snap = self.snapshot()
+            for op, target, flag in st_["oob"]:
+                try:
+                    self.out_of_band(op, target, flag, snap)
+                except ApiError as e:
+                    if not (e.is_conflict or e.is_not_found):
+                        raise
+                snap = self.snapshot()
+            for s in st_["order"]:
+                snap = self.sync_and_check(st_["repo"], s, snap)
+        self.stats.sequences += 1
+
+
+def run_batch(kube, steps, stats):
+    client = H.client_for(kube.kubeconfig)
+    seq = None
+    try:
+        discovery = _discovery(kube, client)
+        seq = Sequence(client, discovery, stats, sim=kube.sim)
+        seq.run(steps)
+    finally:
+        if seq is not None:
+            with contextlib.suppress(Exception):
+                seq.cleanup()
+        client.close()
+
+
+_DISCOVERY = {}
+
+
+def _discovery(kube, client):
+    key = kube.kubeconfig
+    if key not in _DISCOVERY:
+        H.ensure_crd(client)
+        d = Discovery(client)
+        deadline = time.time() + 60
+        while d.index.lookup(H.CR_GROUP, "Widget") is None and time.time() < deadline:
+            time.sleep(0.5)
+            d.refresh()
+        _DISCOVERY[key] = d
+    d = _DISCOVERY[key]
+    d.client = client
+    return d
+
+
+def _settings(n):
+    # no shrinking by default (it can take minutes against a server); STACKSYNC_PROPERTY_SHRINK=1 to shrink
+    phases = [Phase.explicit, Phase.reuse, Phase.generate]
+    if os.environ.get("STACKSYNC_PROPERTY_SHRINK"):
+        phases.append(Phase.shrink)
+    return settings(max_examples=n, derandomize=True, database=None, deadline=None, print_blob=True, phases=phases,
+                    suppress_health_check=list(HealthCheck))
+
+
+SIM_STATS = Stats()
+
+
+@pytest.mark.slow
+@_settings(EXAMPLES)
+@given(steps=sequence)
+def test_prune_safety_simulator(kubesim, steps):
+    """>= 500 seeded sequences against the simulator: nothing outside the prune rule is ever deleted."""
+    run_batch(kubesim, steps, SIM_STATS)
+
+
+def test_prune_safety_simulator_figures(kubesim):
+    """Runs after the batch above (file order): record and check the figures."""
+    if SIM_STATS.sequences == 0:
+        pytest.skip("the property batch did not run")
+    H.record_figures("prune_property_simulator", sequences=SIM_STATS.sequences, steps=SIM_STATS.steps,
+                     syncs=SIM_STATS.syncs, out_of_band_changes=SIM_STATS.oob, deletes_checked=SIM_STATS.deletes_checked,
+                     pruned=SIM_STATS.pruned, empty_refused=SIM_STATS.refused_empty,
+                     wrongly_deleted=SIM_STATS.wrongly_deleted, examples_setting=EXAMPLES)
+    assert SIM_STATS.wrongly_deleted == 0
+    assert SIM_STATS.sequences >= min(EXAMPLES, 500) or os.environ.get("STACKSYNC_PROPERTY_EXAMPLES")
+
+
+REAL_STATS = Stats()
+
+
+@_settings(EXAMPLES_REAL)
+@given(steps=sequence)
+def test_prune_safety_kube(kube, steps):
+    """The smaller seeded batch through ``kube``: a real cluster under STACKSYNC_TEST_KUBECONFIG."""
+    run_batch(kube, steps, REAL_STATS)
+    H.record_figures("prune_property_kube", sequences=REAL_STATS.sequences, syncs=REAL_STATS.syncs,
+                     pruned=REAL_STATS.pruned, wrongly_deleted=REAL_STATS.wrongly_deleted,
+                     real_cluster=not kube.is_sim)

@@ -1,0 +1,586 @@
+"""Unit tests for plugins/plugin_utils/render.py (the logic behind the manifests lookup).
+
+Real files in tmp_path, real ansible-vault encryption, real kubectl kustomize and real git repos.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import jinja2
+import pytest
+from ansible.errors import AnsibleError
+from ansible.parsing.vault import VaultLib, VaultSecret
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOURCE_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import render as R
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "render"
+HAVE_KUSTOMIZE = R.default_kustomize_command() is not None
+needs_kustomize = pytest.mark.skipif(not HAVE_KUSTOMIZE, reason="neither kustomize nor kubectl on PATH")
+
+CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
+
+
+def write(root, files):
+    """Create ``{relpath: text-or-bytes}`` under ``root``."""
+    for rel, content in files.items():
+        path = Path(root) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(textwrap.dedent(content), encoding="utf-8")
+    return Path(root)
+
+
+def names(manifests):
+    return [m["metadata"]["name"] for m in manifests]
+
+
+def sources(manifests):
+    return [m["metadata"]["annotations"][SOURCE_ANNOTATION] for m in manifests]
+
+
+def render_error(path, **kwargs):
+    with pytest.raises(R.RenderError) as info:
+        R.render(str(path), **kwargs)
+    assert isinstance(info.value, AnsibleError)
+    return info.value
+
+
+VAULT_SECRET = VaultSecret(b"correct horse")
+VAULT = VaultLib([("default", VAULT_SECRET)])
+
+
+def vault_encrypt(text):
+    return VAULT.encrypt(text.encode("utf-8"), VAULT_SECRET)
+
+
+def jinja_hook(variables):
+    def template(text, path):
+        env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+        return env.from_string(text).render(**variables)
+    return template
+
+
+# ------------------------------------------------------------------------------------------
+# Files, documents, order
+# ------------------------------------------------------------------------------------------
+
+@needs_kustomize
+def test_fixture_tree_renders_in_sorted_order_with_sources():
+    manifests = R.render(str(FIXTURES / "basic"))
+    assert [(m["kind"], m["metadata"]["name"]) for m in manifests] == [
+        ("ConfigMap", "one"),
+        ("ConfigMap", "two"),
+        ("Deployment", "web"),
+        ("Service", "web"),
+        ("ConfigMap", "k-settings"),
+        ("Namespace", "demo"),
+    ]
+    assert sources(manifests) == [
+        "apps/list.json#0", "apps/list.json#0", "apps/web/deployment.yml#0", "apps/web/service.yml#0",
+        "kust#0", "namespace.yaml#0",
+    ]
+    json.dumps(manifests)  # plain, serialisable data
+
+
+def test_multi_document_yaml_skips_empty_documents_and_counts_them(tmp_path):
+    write(tmp_path, {"a.yaml": "---\n" + CM.format(name="a") + "---\n---\n# only a comment\n---\n" + CM.format(name="b")})
+    manifests = R.render(str(tmp_path))
+    assert names(manifests) == ["a", "b"]
+    assert sources(manifests) == ["a.yaml#0", "a.yaml#3"]
+
+
+def test_files_and_directories_sorted_by_path(tmp_path):
+    write(tmp_path, {
+        "b.yaml": CM.format(name="b"), "a/z.yml": CM.format(name="az"), "a.yaml": CM.format(name="a"),
+        "c.json": json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}),
+    })
+    first = R.render(str(tmp_path))
+    assert names(first) == ["a", "az", "b", "c"]
+    assert R.render(str(tmp_path)) == first
+
+
+def test_list_kinds_are_flattened(tmp_path):
+    write(tmp_path, {"l.yaml": """\
+        apiVersion: v1
+        kind: ConfigMapList
+        items:
+          - {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
+          - {apiVersion: v1, kind: Secret, metadata: {name: b}}
+        """})
+    manifests = R.render(str(tmp_path))
+    assert [(m["kind"], m["metadata"]["name"]) for m in manifests] == [("ConfigMap", "a"), ("Secret", "b")]
+
+
+def test_hidden_and_non_manifest_files_are_ignored(tmp_path):
+    write(tmp_path, {
+        ".git/config.yaml": CM.format(name="git"), ".github/ci.yml": "on: push\n", ".x.yaml": CM.format(name="x"),
+        "README.md": "# hi\n", "script.sh": "echo\n", "values.txt": ":::\n", "ok.yaml": CM.format(name="ok"),
+        "Chart.lock": "x",
+    })
+    assert names(R.render(str(tmp_path))) == ["ok"]
+
+
+def test_source_annotation_keeps_existing_annotations_and_can_be_disabled(tmp_path):
+    write(tmp_path, {"a.yaml": CM.format(name="a") + "  annotations: {keep: me}\n"})
+    stamped = R.render(str(tmp_path))[0]
+    assert stamped["metadata"]["annotations"] == {"keep": "me", SOURCE_ANNOTATION: "a.yaml#0"}
+    plain = R.render(str(tmp_path), source_annotation=False)[0]
+    assert plain["metadata"] == {"name": "a", "annotations": {"keep": "me"}}
+
+
+def test_single_file_path(tmp_path):
+    write(tmp_path, {"one.yaml": CM.format(name="one")})
+    manifests = R.render(str(tmp_path / "one.yaml"))
+    assert names(manifests) == ["one"] and sources(manifests) == ["one.yaml#0"]
+
+
+def test_values_are_json_compatible(tmp_path):
+    write(tmp_path, {"a.yaml": """\
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: a, annotations: {built: "2024-01-01"}}
+        data:
+          date: 2024-01-01
+          stamp: 2024-01-01T10:00:00Z
+          2: two
+          true: yes-key
+        binaryData:
+          blob: !!binary |
+            aGVsbG8=
+        """})
+    doc = R.render(str(tmp_path), source_annotation=False)[0]
+    assert doc["data"] == {"date": "2024-01-01", "stamp": "2024-01-01T10:00:00Z", "2": "two", "true": "yes-key"}
+    assert doc["binaryData"] == {"blob": "aGVsbG8="}
+    assert json.loads(json.dumps(doc)) == doc
+
+
+def test_shared_anchors_are_not_mutated(tmp_path):
+    write(tmp_path, {"a.yaml": """\
+        apiVersion: v1
+        kind: List
+        items:
+          - {apiVersion: v1, kind: ConfigMap, metadata: &m {name: a, annotations: {x: "1"}}}
+          - {apiVersion: v1, kind: Secret, metadata: *m}
+        """})
+    a, b = R.render(str(tmp_path))
+    assert a["metadata"]["annotations"][SOURCE_ANNOTATION] == "a.yaml#0"
+    assert b["metadata"]["name"] == "a"
+
+
+# ------------------------------------------------------------------------------------------
+# include / exclude / recursive
+# ------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def tree(tmp_path):
+    return write(tmp_path, {
+        "apps/web.yaml": CM.format(name="web"),
+        "apps/legacy/old.yaml": CM.format(name="old"),
+        "apps/db/db.yml": CM.format(name="db"),
+        "infra/ns.yaml": CM.format(name="ns"),
+        "top.yaml": CM.format(name="top"),
+    })
+
+
+@pytest.mark.parametrize("include, exclude, expected", [
+    ([], [], ["db", "old", "web", "ns", "top"]),
+    (["apps"], [], ["db", "old", "web"]),
+    (["apps/**"], ["apps/legacy"], ["db", "web"]),
+    (["**/*.yml"], [], ["db"]),
+    (["*.yaml"], [], ["top"]),
+    (["apps/*.yaml"], [], ["web"]),
+    (["./infra/"], [], ["ns"]),
+    ([], ["apps", "top.yaml"], ["ns"]),
+    ([], ["**/old.yaml"], ["db", "web", "ns", "top"]),
+    (["apps/[dw]*"], [], ["db", "web"]),
+    (["apps/we?.yaml"], [], ["web"]),
+])
+def test_include_exclude_globs(tree, include, exclude, expected):
+    assert names(R.render(str(tree), include=include, exclude=exclude)) == expected
+
+
+def test_include_and_exclude_accept_a_string(tree):
+    assert names(R.render(str(tree), include="infra", exclude="nothing")) == ["ns"]
+
+
+def test_non_recursive(tree):
+    assert names(R.render(str(tree), recursive=False)) == ["top"]
+
+
+def test_excluded_files_are_not_even_read(tree):
+    (tree / "apps" / "legacy" / "broken.yaml").write_text("key: [unclosed\n")
+    assert names(R.render(str(tree), exclude=["apps/legacy"])) == ["db", "web", "ns", "top"]
+
+
+# ------------------------------------------------------------------------------------------
+# Symlinks and the checkout root
+# ------------------------------------------------------------------------------------------
+
+def test_symlinks_inside_the_root_are_followed(tmp_path):
+    write(tmp_path, {"shared/cm.yaml": CM.format(name="shared"), "prod/own.yaml": CM.format(name="own")})
+    os.symlink("../shared/cm.yaml", tmp_path / "prod" / "linked.yaml")
+    os.symlink("../shared", tmp_path / "prod" / "dir")
+    # File link only (a dir link to the same tree would define the object twice).
+    manifests = R.render(str(tmp_path / "prod"), root=str(tmp_path), exclude=["dir"])
+    assert names(manifests) == ["shared", "own"]
+    assert sources(manifests) == ["linked.yaml#0", "own.yaml#0"]
+    assert names(R.render(str(tmp_path / "prod"), root=str(tmp_path), exclude=["linked.yaml"])) == ["shared", "own"]
+
+
+def test_symlinked_file_outside_the_root_is_refused(tmp_path):
+    write(tmp_path, {"outside/secret.yaml": CM.format(name="x"), "repo/ok.yaml": CM.format(name="ok")})
+    os.symlink(str(tmp_path / "outside" / "secret.yaml"), tmp_path / "repo" / "evil.yaml")
+    err = render_error(tmp_path / "repo")
+    assert "evil.yaml" in str(err) and "outside the checkout" in str(err)
+
+
+def test_symlinked_directory_outside_the_root_is_refused(tmp_path):
+    write(tmp_path, {"outside/secret.yaml": CM.format(name="x"), "repo/ok.yaml": CM.format(name="ok")})
+    os.symlink(str(tmp_path / "outside"), tmp_path / "repo" / "etc")
+    err = render_error(tmp_path / "repo")
+    assert "etc" in str(err) and "outside the checkout" in str(err)
+
+
+def test_path_escaping_the_root_with_dotdot_is_refused(tmp_path):
+    write(tmp_path, {"repo/ok.yaml": CM.format(name="ok"), "other/x.yaml": CM.format(name="x")})
+    err = render_error(str(tmp_path / "repo" / ".." / "other"), root=str(tmp_path / "repo"))
+    assert "outside the checkout" in str(err)
+
+
+def test_irrelevant_symlinks_outside_are_ignored_and_loops_terminate(tmp_path):
+    write(tmp_path, {"repo/ok.yaml": CM.format(name="ok"), "LICENSE": "text"})
+    os.symlink(str(tmp_path / "LICENSE"), tmp_path / "repo" / "LICENSE")
+    os.symlink(".", tmp_path / "repo" / "loop")
+    assert names(R.render(str(tmp_path / "repo"))) == ["ok"]
+
+
+def test_broken_symlink_to_a_manifest_is_an_error(tmp_path):
+    write(tmp_path, {"repo/ok.yaml": CM.format(name="ok")})
+    os.symlink("missing.yaml", tmp_path / "repo" / "gone.yaml")
+    err = render_error(tmp_path / "repo")
+    assert "gone.yaml" in str(err) and "broken symlink" in str(err)
+
+
+def test_missing_path(tmp_path):
+    assert "does not exist" in str(render_error(tmp_path / "nope"))
+
+
+# ------------------------------------------------------------------------------------------
+# Bad input: one error each, naming the file (and document / line)
+# ------------------------------------------------------------------------------------------
+
+def test_invalid_yaml_names_file_document_and_line(tmp_path):
+    write(tmp_path, {"good.yaml": CM.format(name="ok"), "bad.yaml": CM.format(name="a") + "---\nkey: [unclosed\nother: 1\n"})
+    err = render_error(tmp_path)
+    assert str(err).startswith("bad.yaml (document 1, line ")
+    assert err.path == "bad.yaml" and err.doc == 1 and err.line in (6, 7)
+    assert "invalid YAML" in str(err)
+
+
+def test_invalid_json(tmp_path):
+    write(tmp_path, {"bad.json": '{"apiVersion": "v1",\n "kind": }'})
+    err = render_error(tmp_path)
+    assert err.path == "bad.json" and err.line == 2 and "invalid JSON" in str(err)
+
+
+@pytest.mark.parametrize("body, problem", [
+    ("- just\n- a list\n", "not a mapping (got list)"),
+    ("just a string\n", "not a mapping (got string)"),
+    ("kind: ConfigMap\nmetadata: {name: a}\n", "missing apiVersion"),
+    ("apiVersion: v1\nmetadata: {name: a}\n", "missing kind"),
+    ("apiVersion: 1\nkind: ConfigMap\nmetadata: {name: a}\n", "apiVersion must be a string"),
+    ("apiVersion: v1\nkind: ConfigMap\n", "missing metadata.name"),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n", "missing metadata.name"),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ''}\n", "missing metadata.name"),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: [a]\n", "metadata must be a mapping"),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: a-}\n", "generateName is not allowed"),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 42}\n", "metadata.name must be a string, got integer 42"),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: 7}\n", "metadata.namespace must be a string"),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: {x: true}}\n", "metadata.labels[x] must be a string, got boolean True"),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, annotations: {n: 1}}\n", "metadata.annotations[n] must be"),
+])
+def test_invalid_documents(tmp_path, body, problem):
+    write(tmp_path, {"dir/f.yaml": CM.format(name="first") + "---\n" + body})
+    err = render_error(tmp_path)
+    assert err.path == "dir/f.yaml" and err.doc == 1 and err.line == 6
+    assert problem in str(err)
+    assert str(err).startswith("dir/f.yaml (document 1, line 6): ")
+
+
+def test_invalid_list_item_names_the_item(tmp_path):
+    write(tmp_path, {"l.yaml": "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n- {kind: X}\n"})
+    err = render_error(tmp_path)
+    assert str(err) == "l.yaml (document 0, item 1, line 1): missing apiVersion"
+
+
+def test_duplicate_in_one_file(tmp_path):
+    write(tmp_path, {"a.yaml": CM.format(name="x") + "---\n" + CM.format(name="x")})
+    err = render_error(tmp_path)
+    assert "ConfigMap x is defined twice (first in a.yaml#0)" in str(err) and err.path == "a.yaml" and err.doc == 1
+
+
+def test_duplicate_across_files_same_group_other_version(tmp_path):
+    dep = "apiVersion: apps/{v}\nkind: Deployment\nmetadata: {{name: web, namespace: prod}}\n"
+    write(tmp_path, {"a.yaml": dep.format(v="v1"), "b/b.yaml": CM.format(name="x") + "---\n" + dep.format(v="v1beta2")})
+    err = render_error(tmp_path)
+    assert str(err) == "b/b.yaml (document 1, line 6): Deployment.apps prod/web is defined twice (first in a.yaml#0)"
+
+
+def test_same_name_in_other_namespace_kind_or_group_is_fine(tmp_path):
+    write(tmp_path, {"a.yaml": """\
+        {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
+        ---
+        {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: other}}
+        ---
+        {apiVersion: v1, kind: Secret, metadata: {name: x}}
+        ---
+        {apiVersion: example.com/v1, kind: ConfigMap, metadata: {name: x}}
+        """})
+    assert len(R.render(str(tmp_path))) == 4
+
+
+def test_duplicate_across_calls_with_shared_seen(tmp_path):
+    write(tmp_path, {"one/a.yaml": CM.format(name="x"), "two/b.yaml": CM.format(name="x")})
+    seen = {}
+    R.render(str(tmp_path / "one"), seen=seen, origin="one/")
+    err = render_error(tmp_path / "two", seen=seen, origin="two/")
+    assert "defined twice (first in one/a.yaml#0)" in str(err)
+
+
+def test_file_over_the_size_limit(tmp_path):
+    write(tmp_path, {"big.yaml": CM.format(name="big") + "data:\n  x: '" + "a" * 2000 + "'\n"})
+    err = render_error(tmp_path, max_file_size=1000)
+    assert err.path == "big.yaml" and "over the 1000 byte limit" in str(err)
+    assert names(R.render(str(tmp_path), max_file_size=0)) == ["big"]
+
+
+def test_bytes_that_are_not_utf8(tmp_path):
+    write(tmp_path, {"latin1.yaml": (CM.format(name="x") + "data:\n  x: caf\xe9\n").encode("latin-1")})
+    err = render_error(tmp_path)
+    assert err.path == "latin1.yaml" and err.line == 6 and "not UTF-8" in str(err)
+
+
+def test_utf8_bom_is_accepted(tmp_path):
+    write(tmp_path, {"bom.yaml": b"\xef\xbb\xbf" + CM.format(name="bom").encode()})
+    assert names(R.render(str(tmp_path))) == ["bom"]
+
+
+# ------------------------------------------------------------------------------------------
+# Vault
+# ------------------------------------------------------------------------------------------
+
+def test_vault_encrypted_file_and_inline_values(tmp_path):
+    secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: whole}\nstringData: {pw: hunter2}\n"
+    inline = vault_encrypt("inline-pw").decode()
+    write(tmp_path, {
+        "whole.yaml": vault_encrypt(secret),
+        "inline.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: inline}\nstringData:\n  pw: !vault |\n"
+                       + textwrap.indent(inline, "    ") + "\n",
+    })
+    manifests = R.render(str(tmp_path), decrypt=VAULT.decrypt)
+    assert [(m["metadata"]["name"], m["stringData"]["pw"]) for m in manifests] == [
+        ("inline", "inline-pw"), ("whole", "hunter2")]
+    assert all(type(m["stringData"]["pw"]) is str for m in manifests)
+
+
+def test_undecryptable_vault_file(tmp_path):
+    other = VaultSecret(b"wrong")
+    write(tmp_path, {"ok.yaml": CM.format(name="ok"), "s.yaml": VaultLib().encrypt(b"x: 1\n", other)})
+    err = render_error(tmp_path, decrypt=VAULT.decrypt)
+    assert err.path == "s.yaml" and "cannot decrypt" in str(err)
+
+
+def test_vault_file_without_secrets(tmp_path):
+    write(tmp_path, {"s.yaml": vault_encrypt("x: 1\n")})
+    err = render_error(tmp_path)
+    assert err.path == "s.yaml" and "no vault secrets" in str(err)
+
+
+def test_undecryptable_inline_vault_value(tmp_path):
+    bad = VaultLib().encrypt(b"pw", VaultSecret(b"wrong")).decode()
+    write(tmp_path, {"s.yaml": CM.format(name="first") + "---\n" + CM.format(name="s") + "data:\n  pw: !vault |\n"
+                     + textwrap.indent(bad, "    ") + "\n"})
+    err = render_error(tmp_path, decrypt=VAULT.decrypt)
+    assert err.path == "s.yaml" and err.doc == 1 and "cannot decrypt a !vault value" in str(err)
+    err = render_error(tmp_path)
+    assert err.path == "s.yaml" and "no vault secrets" in str(err)
+
+
+# ------------------------------------------------------------------------------------------
+# Templates
+# ------------------------------------------------------------------------------------------
+
+def test_templates_are_rendered(tmp_path):
+    write(tmp_path, {
+        "cm.yaml.j2": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ name }}\ndata:\n"
+                      "{% for k in keys %}  {{ k }}: \"{{ loop.index }}\"\n{% endfor %}",
+        "ns.json.j2": '{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "{{ name }}-ns"}}',
+        "notes.txt.j2": "ignored {{ undefined }}",
+    })
+    manifests = R.render(str(tmp_path), template=jinja_hook({"name": "app", "keys": ["a", "b"]}))
+    assert manifests[0]["data"] == {"a": "1", "b": "2"}
+    assert names(manifests) == ["app", "app-ns"]
+    assert sources(manifests) == ["cm.yaml.j2#0", "ns.json.j2#0"]
+
+
+def test_vault_encrypted_template(tmp_path):
+    write(tmp_path, {"s.yaml.j2": vault_encrypt(CM.format(name="{{ name }}"))})
+    assert names(R.render(str(tmp_path), decrypt=VAULT.decrypt, template=jinja_hook({"name": "v"}))) == ["v"]
+
+
+def test_template_error_names_the_file(tmp_path):
+    write(tmp_path, {"t/cm.yaml.j2": CM.format(name="{{ missing_var }}")})
+    err = render_error(tmp_path, template=jinja_hook({}))
+    assert err.path == "t/cm.yaml.j2" and "template error" in str(err) and "missing_var" in str(err)
+
+
+def test_template_rendering_to_invalid_yaml(tmp_path):
+    write(tmp_path, {"cm.yaml.j2": CM.format(name="{{ name }}")})
+    err = render_error(tmp_path, template=jinja_hook({"name": "[oops"}))
+    assert err.path == "cm.yaml.j2" and "invalid YAML" in str(err)
+
+
+def test_template_without_engine(tmp_path):
+    write(tmp_path, {"cm.yaml.j2": CM.format(name="x")})
+    assert "no templating engine" in str(render_error(tmp_path))
+
+
+# ------------------------------------------------------------------------------------------
+# kustomize
+# ------------------------------------------------------------------------------------------
+
+@needs_kustomize
+def test_kustomization_directory_is_rendered_not_read_file_by_file(tmp_path):
+    write(tmp_path, {
+        "plain.yaml": CM.format(name="plain"),
+        "overlay/kustomization.yaml": "resources: [cm.yaml, sub]\nnamePrefix: k-\n",
+        "overlay/cm.yaml": CM.format(name="one"),
+        "overlay/sub/kustomization.yaml": "resources: [cm.yaml]\n",
+        "overlay/sub/cm.yaml": CM.format(name="two"),
+        "overlay/unused.yaml": "not: [valid",  # not referenced, never read
+    })
+    manifests = R.render(str(tmp_path))
+    assert names(manifests) == ["k-one", "k-two", "plain"]
+    assert sources(manifests) == ["overlay#0", "overlay#1", "plain.yaml#0"]
+
+
+@needs_kustomize
+def test_kustomization_at_the_root(tmp_path):
+    write(tmp_path, {"Kustomization": "resources: [cm.yaml]\n", "cm.yaml": CM.format(name="x")})
+    assert names(R.render(str(tmp_path))) == ["x"]
+
+
+@needs_kustomize
+def test_kustomize_failure_names_the_directory_and_shows_stderr(tmp_path):
+    write(tmp_path, {"ok.yaml": CM.format(name="ok"), "apps/bad/kustomization.yaml": "resources: [missing.yaml]\n"})
+    err = render_error(tmp_path)
+    assert err.path == "apps/bad/" and "kustomize failed" in str(err) and "missing.yaml" in str(err)
+
+
+@needs_kustomize
+def test_kustomize_output_is_validated(tmp_path):
+    write(tmp_path, {"k/kustomization.yaml": "resources: [a.yaml, b.yaml]\n",
+                     "k/a.yaml": CM.format(name="x"), "plain.yaml": CM.format(name="x"),
+                     "k/b.yaml": CM.format(name="y")})
+    err = render_error(tmp_path)
+    assert "ConfigMap x is defined twice (first in k#0)" in str(err) and err.path == "plain.yaml"
+
+
+def test_kustomize_command_override_and_include(tmp_path):
+    write(tmp_path, {"k/kustomization.yaml": "whatever\n", "other/cm.yaml": CM.format(name="o")})
+    fake = tmp_path / "fake-kustomize"
+    fake.write_text("#!/bin/sh\nprintf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: fake}\\n'\n")
+    fake.chmod(0o755)
+    assert names(R.render(str(tmp_path), kustomize=[str(fake)])) == ["fake", "o"]
+    assert names(R.render(str(tmp_path), kustomize=[str(fake)], include=["k/kustomization.yaml"])) == ["fake"]
+    assert names(R.render(str(tmp_path), kustomize=[str(fake)], exclude=["k"])) == ["o"]
+    fake.write_text("#!/bin/sh\necho 'boom: no such thing' >&2\nexit 3\n")
+    err = render_error(tmp_path, kustomize=[str(fake)])
+    assert err.path == "k/" and "exited with 3" in str(err) and "boom: no such thing" in str(err)
+
+
+# ------------------------------------------------------------------------------------------
+# A real git checkout
+# ------------------------------------------------------------------------------------------
+
+def git(*args, cwd):
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.com")
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_render_a_clone_of_a_local_repository(tmp_path):
+    work = write(tmp_path / "work", {
+        "clusters/prod/app.yaml": CM.format(name="app"), "clusters/prod/.hidden/x.yaml": "junk: [",
+        "clusters/shared/base.yaml": CM.format(name="base"), "README.md": "hi",
+    })
+    os.symlink("../shared/base.yaml", work / "clusters" / "prod" / "base.yaml")
+    git("init", "-q", "-b", "main", cwd=work)
+    git("add", "-A", cwd=work)
+    git("commit", "-qm", "init", cwd=work)
+    git("clone", "-q", "--bare", str(work), str(tmp_path / "repo.git"), cwd=tmp_path)
+    git("clone", "-q", "file://%s" % (tmp_path / "repo.git"), str(tmp_path / "checkout"), cwd=tmp_path)
+    checkout = tmp_path / "checkout"
+    manifests = R.render(str(checkout / "clusters" / "prod"), root=str(checkout))
+    assert names(manifests) == ["app", "base"]
+    whole = R.render(str(checkout), exclude=["clusters/shared"])  # .git ignored
+    assert names(whole) == ["app", "base"] and sources(whole) == ["clusters/prod/app.yaml#0", "clusters/prod/base.yaml#0"]
+    assert "defined twice" in str(render_error(checkout))  # the link and its target: one object twice
+    err = render_error(checkout / "clusters" / "prod")  # root defaults to the path: link refused
+    assert "base.yaml" in str(err) and "outside the checkout" in str(err)
+
+
+# ------------------------------------------------------------------------------------------
+# Helpers
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pattern, path, match", [
+    ("*.yaml", "a.yaml", True), ("*.yaml", "d/a.yaml", False), ("**/*.yaml", "a.yaml", True),
+    ("**/*.yaml", "d/e/a.yaml", True), ("d/**", "d/e/a.yaml", True), ("[!a]*", "b", True), ("[!a]*", "a", False),
+    ("a+b(c).yaml", "a+b(c).yaml", True), ("**", "x/y", True), ("[", "[", True),
+])
+def test_glob_to_regex(pattern, path, match):
+    assert bool(R.glob_to_regex(pattern).match(path)) is match
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("a.yaml", "yaml"), ("a.YML", "yaml"), ("a.json", "json"), ("a.yaml.j2", "template"), ("a.json.j2", "template"),
+    ("a.j2", None), ("a.txt", None), (".a.yaml", None), ("kustomization", None),
+])
+def test_manifest_kind(name, kind):
+    assert R.manifest_kind(name) == kind
+
+
+def test_duplicate_keys_are_invalid_yaml(tmp_path):
+    write(tmp_path, {"d.yaml": CM.format(name="a") + "data:\n  x: '1'\n  y: '2'\n  x: '3'\n"})
+    err = render_error(tmp_path)
+    assert err.path == "d.yaml" and err.line == 8 and "found duplicate key 'x'" in str(err)
+
+
+def test_merge_keys_may_override(tmp_path):
+    write(tmp_path, {"m.yaml": CM.format(name="a") + "data:\n  <<: {x: '1', y: '2'}\n  x: '3'\n"})
+    assert R.render(str(tmp_path))[0]["data"] == {"x": "3", "y": "2"}
+
+
+@needs_kustomize
+def test_kustomization_referencing_a_directory_outside_the_root_is_refused(tmp_path):
+    write(tmp_path, {
+        "outside/kustomization.yaml": "resources: [cm.yaml]\n", "outside/cm.yaml": CM.format(name="stolen"),
+        "repo/base/kustomization.yaml": "resources: [cm.yaml]\n", "repo/base/cm.yaml": CM.format(name="base"),
+        "repo/apps/kustomization.yaml": "resources: [../base, mid]\n",
+        "repo/apps/mid/kustomization.yaml": "resources:\n  - ../../../outside\n",
+    })
+    err = render_error(tmp_path / "repo" / "apps", root=str(tmp_path / "repo"))
+    assert err.path == "./" and "'../../../outside' resolves outside the checkout" in str(err)
+    # Inside the root, references to sibling directories are fine.
+    (tmp_path / "repo" / "apps" / "mid" / "kustomization.yaml").write_text("resources: []\n")
+    assert names(R.render(str(tmp_path / "repo" / "apps"), root=str(tmp_path / "repo"))) == ["base"]
+    # Without a root, the rendered path is the bound: ../base is outside.
+    assert "'../base' resolves outside the checkout" in str(render_error(tmp_path / "repo" / "apps"))
