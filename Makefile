@@ -23,7 +23,7 @@ TARBALL := build/stacksync-k8s-$(VERSION).tar.gz
 TEST_ROOT ?= $(or $(TMPDIR),/tmp)/stacksync-k8s-$(shell printf %s "$(CURDIR)" | cksum | cut -d' ' -f1)
 COLLECTIONS := $(TEST_ROOT)/collections
 INSTALLED := $(COLLECTIONS)/ansible_collections/stacksync/k8s
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= -n auto --dist loadfile
 N ?= 1000
 
 # Newest ansible-core for the Python 3.12 layer.
@@ -67,8 +67,8 @@ sanity: install
 	@$(call bootstrap_ansible_test,$(VPY))
 	cd $(INSTALLED) && $(VBIN)/ansible-test sanity --local --python 3.11 --color no
 
-lint: venv
-	$(VBIN)/ansible-lint --offline --profile production
+lint: install
+	ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VBIN)/ansible-lint --offline --profile production
 
 ruff: venv
 	$(VBIN)/ruff check .

@@ -8,6 +8,7 @@ Makes ``ansible_collections.stacksync.k8s`` importable and visible to ``ansible-
   ``build/dev-collections``.
 """
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -23,10 +24,8 @@ def _collections_root():
     link = root / "ansible_collections" / "stacksync" / "k8s"
     if not link.exists():
         link.parent.mkdir(parents=True, exist_ok=True)
-        try:
+        with contextlib.suppress(FileExistsError):
             link.symlink_to(REPO, target_is_directory=True)
-        except FileExistsError:
-            pass
     return root
 
 

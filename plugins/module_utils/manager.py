@@ -122,8 +122,10 @@ class ChangeSet:
         return bool(self.pruned) or any(i["action"] != "unchanged" for i in self.applied)
 
     def result(self):
-        return dict(changed=self.changed, applied=self.applied, pruned=self.pruned, skipped=self.skipped,
-                    warnings=self.warnings, checksum=self.checksum, counts=self.counts)
+        """The module's return values. Skipped objects go under ``skipped_objects``: Ansible reads a
+        true ``skipped`` key as "this task was skipped". Warnings are emitted with ``module.warn()``."""
+        return dict(changed=self.changed, applied=self.applied, pruned=self.pruned, skipped_objects=self.skipped,
+                    checksum=self.checksum, counts=self.counts)
 
 
 class Snapshot:

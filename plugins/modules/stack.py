@@ -218,16 +218,18 @@ pruned:
   type: list
   elements: dict
   sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "old", "reason": null}]
-skipped:
-  description: Objects neither applied nor pruned, each with a C(reason).
+skipped_objects:
+  description:
+    - Objects neither applied nor pruned, each with a C(reason).
+    - Not called C(skipped), which Ansible reads as "the task was skipped".
   returned: always
   type: list
   elements: dict
   sample: [{"apiVersion": "v1", "kind": "Namespace", "namespace": null, "name": "web",
             "reason": "still contains objects not pruned by this stack: ConfigMap web/manual"}]
 warnings:
-  description: Warnings of the run (also shown as Ansible warnings).
-  returned: always
+  description: Warnings of the run (taken over objects, kinds that could not be listed, ...), shown as Ansible warnings.
+  returned: when there are warnings
   type: list
   elements: str
 checksum:
@@ -322,7 +324,11 @@ def main():
             lock_timeout=params["wait_timeout"])
         changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
     except StackError as e:
-        result = e.changeset.result() if e.changeset is not None else {}
+        result = {}
+        if e.changeset is not None:
+            for warning in e.changeset.warnings:
+                module.warn(warning)
+            result = e.changeset.result()
         result["api_requests"] = dict(client.counts)
         if e.changeset is not None and module._diff and e.changeset.diff:
             result["diff"] = e.changeset.diff

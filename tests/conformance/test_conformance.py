@@ -743,3 +743,120 @@ def test_watch_stream(kube, api, ns):
     events = [json.loads(line) for line in buf.splitlines() if line.strip()]
     added = [e for e in events if e["object"]["metadata"]["name"] == "watched"]
     assert added and added[0]["type"] == "ADDED" and added[0]["object"]["kind"] == "ConfigMap"
+
+
+# ------------------------------------------------------------ immutable fields
+FROZEN = "Forbidden: field is immutable when `immutable` is set"
+
+
+def frozen_cause(field):
+    return {"reason": "FieldValueForbidden", "message": FROZEN, "field": field}
+
+
+def test_immutable_configmap(api, ns):
+    path = f"{CM.format(ns=ns)}/frozen"
+    obj = cm("frozen", data={"a": "1"}, ns=ns)
+    obj["immutable"] = True
+    status, body, _ = api.apply(path, obj)
+    assert status == 201, body
+    # metadata stays mutable, and re-applying the same data is fine
+    status, body, _ = api.request("PATCH", path, {"metadata": {"labels": {"x": "y"}}}, "application/merge-patch+json")
+    assert status == 200, body
+    status, body, _ = api.apply(path, obj)
+    assert status == 200, body
+    obj["data"] = {"a": "2"}
+    for params in ({}, {"dryRun": "All"}):
+        status, body, _ = api.apply(path, obj, **params)
+        assert_status(status, body, 422, "Invalid")
+        assert body["message"] == f'ConfigMap "frozen" is invalid: data: {FROZEN}'
+        assert body["details"] == {"name": "frozen", "kind": "ConfigMap", "causes": [frozen_cause("data")]}
+    status, body, _ = api.request("PATCH", path, {"immutable": False, "binaryData": {"b": "AAA="}}, "application/merge-patch+json")
+    assert_status(status, body, 422, "Invalid")
+    assert body["details"]["causes"] == [frozen_cause("immutable"), frozen_cause("binaryData")]
+    assert body["message"] == f'ConfigMap "frozen" is invalid: [immutable: {FROZEN}, binaryData: {FROZEN}]'
+    status, live, _ = api.request("GET", path)
+    live["data"] = {"a": "3"}
+    status, body, _ = api.request("PUT", path, live)
+    assert_status(status, body, 422, "Invalid")
+    assert body["details"]["causes"] == [frozen_cause("data")]
+    status, live, _ = api.request("GET", path)
+    assert live["data"] == {"a": "1"} and live["immutable"] is True
+    # not yet immutable: data and immutable may change in the same write
+    path2 = f"{CM.format(ns=ns)}/thawed"
+    assert api.apply(path2, cm("thawed", data={"a": "1"}, ns=ns))[0] == 201
+    status, body, _ = api.request("PATCH", path2, {"immutable": True, "data": {"a": "2"}}, "application/merge-patch+json")
+    assert status == 200 and body["data"] == {"a": "2"}, body
+    # empty and absent data are the same
+    path3 = f"{CM.format(ns=ns)}/empty"
+    status, body, _ = api.request("POST", CM.format(ns=ns), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "empty"}, "immutable": True})
+    assert status == 201, body
+    status, body, _ = api.request("PATCH", path3, {"data": {}}, "application/merge-patch+json")
+    assert status == 200, body
+
+
+def test_immutable_secret_and_type(api, ns):
+    base = f"/api/v1/namespaces/{ns}/secrets"
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "frozen"}, "immutable": True, "stringData": {"a": "1"}}
+    status, body, _ = api.apply(f"{base}/frozen", secret)
+    assert status == 201, body
+    assert body["data"] == {"a": "MQ=="} and "stringData" not in body and body["type"] == "Opaque"
+    secret["stringData"] = {"a": "2"}
+    status, body, _ = api.apply(f"{base}/frozen", secret)
+    assert_status(status, body, 422, "Invalid")
+    assert body["message"] == f'Secret "frozen" is invalid: data: {FROZEN}'
+    assert body["details"] == {"name": "frozen", "kind": "Secret", "causes": [frozen_cause("data")]}
+    status, body, _ = api.request("PATCH", f"{base}/frozen", {"immutable": None}, "application/merge-patch+json")
+    assert_status(status, body, 422, "Invalid")
+    assert body["details"]["causes"] == [frozen_cause("immutable")]
+    # type is immutable on every Secret
+    status, body, _ = api.request("POST", base, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "plain"}, "data": {"a": "MQ=="}})
+    assert status == 201, body
+    status, body, _ = api.request("PATCH", f"{base}/plain", {"type": "Foo"}, "application/merge-patch+json")
+    assert_status(status, body, 422, "Invalid")
+    assert body["message"] == 'Secret "plain" is invalid: type: Invalid value: "Foo": field is immutable'
+    assert body["details"]["causes"] == [{"reason": "FieldValueInvalid", "message": 'Invalid value: "Foo": field is immutable', "field": "type"}]
+    status, body, _ = api.request("PATCH", f"{base}/plain", {"stringData": {"b": "2"}}, "application/merge-patch+json")
+    assert status == 200 and body["data"] == {"a": "MQ==", "b": "Mg=="} and "stringData" not in body, body
+
+
+def test_immutable_deployment_selector(api, ns):
+    path = f"{DEPLOY.format(ns=ns)}/web"
+    dep = deployment("web", ns)
+    assert api.apply(path, dep)[0] == 201
+    dep["spec"]["selector"]["matchLabels"]["stack"] = "s"
+    status, body, _ = api.apply(path, dep)
+    assert_status(status, body, 422, "Invalid")
+    why = 'Invalid value: {"matchLabels":{"app":"web","stack":"s"}}: field is immutable'
+    assert body["message"] == f'Deployment.apps "web" is invalid: spec.selector: {why}'
+    assert body["details"] == {"name": "web", "group": "apps", "kind": "Deployment",
+                               "causes": [{"reason": "FieldValueInvalid", "message": why, "field": "spec.selector"}]}
+    status, body, _ = api.request("PATCH", path, {"spec": {"selector": {"matchLabels": {"app": "zz"}}}}, "application/merge-patch+json")
+    assert_status(status, body, 422, "Invalid")
+    assert [c["field"] for c in body["details"]["causes"]] == ["spec.template.metadata.labels", "spec.selector"]
+    assert body["details"]["causes"][0]["message"] == 'Invalid value: {"app":"web","stack":"s"}: `selector` does not match template `labels`'
+
+
+def test_immutable_service_cluster_ip(api, ns):
+    path = f"/api/v1/namespaces/{ns}/services/web"
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": ns}, "spec": {"ports": [{"port": 80}]}}
+    status, body, _ = api.apply(path, svc)
+    assert status == 201, body
+    ip = body["spec"]["clusterIP"]
+    assert body["spec"]["clusterIPs"] == [ip]
+    # re-applying without clusterIP keeps the allocated one; so does a merge patch setting it empty
+    status, body, _ = api.apply(path, svc)
+    assert status == 200 and body["spec"]["clusterIP"] == ip, body
+    status, body, _ = api.request("PATCH", path, {"spec": {"clusterIP": ""}}, "application/merge-patch+json")
+    assert status == 200 and body["spec"]["clusterIP"] == ip and body["spec"]["clusterIPs"] == [ip], body
+    other = "10.96.0.3" if ip != "10.96.0.3" else "10.96.0.4"
+    svc["spec"]["clusterIP"] = other
+    status, body, _ = api.apply(path, svc, force="true")
+    assert_status(status, body, 422, "Invalid")
+    why = f'Invalid value: ["{other}"]: may not change once set'
+    assert body["message"] == f'Service "web" is invalid: spec.clusterIPs[0]: {why}'
+    assert body["details"] == {"name": "web", "kind": "Service",
+                               "causes": [{"reason": "FieldValueInvalid", "message": why, "field": "spec.clusterIPs[0]"}]}
+    status, body, _ = api.request("PATCH", path, {"spec": {"clusterIPs": [other]}}, "application/merge-patch+json")
+    assert_status(status, body, 422, "Invalid")
+    assert body["details"]["causes"] == [{"reason": "FieldValueInvalid", "field": "spec.clusterIPs",
+                                          "message": f'Invalid value: ["{other}"]: first value must match `clusterIP`'}]

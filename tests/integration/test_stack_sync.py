@@ -332,7 +332,7 @@ def test_namespace_holding_foreign_objects_is_not_pruned(client, record_ns):
         delete_quietly(client, "/api/v1/namespaces/" + name)
 
 
-def test_immutable_field_fails_then_recreates(client, record_ns, ns, kube):
+def test_immutable_field_fails_then_recreates(client, record_ns, ns):
     stack = "imm-" + uid()
     obj = cm("frozen", ns, a="1")
     obj["immutable"] = True
@@ -344,8 +344,6 @@ def test_immutable_field_fails_then_recreates(client, record_ns, ns, kube):
     except StackError as e:
         err = e
     else:
-        if kube.is_sim:
-            pytest.skip("the simulator does not enforce immutable fields (ConfigMap.immutable) yet")
         pytest.fail("changing an immutable ConfigMap did not fail")
     assert "frozen" in str(err) and "immutable" in str(err) and "data" in str(err)
     r = sync(client, record_ns, stack, [obj2], recreate_on_immutable=True)

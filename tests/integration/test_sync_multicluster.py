@@ -178,8 +178,6 @@ def test_second_sync_is_a_no_op_on_every_host(env):
     env.steps.append("noop")
 
 
-@pytest.mark.xfail(reason="role stacksync.k8s.source reports its git clone/update (a controller cache) as changed; "
-                          "the issue wants `changed` only when a cluster changed", strict=False)
 def test_new_commit_outside_the_synced_paths_changes_nothing(env):
     step(env, "outside", "noop")
     env.platform.write("README.md", "docs only, outside manifests/\n")

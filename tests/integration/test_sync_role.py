@@ -135,9 +135,6 @@ def test_ansible_doc_renders_the_role():
         assert option in proc.stdout
 
 
-@pytest.mark.xfail(reason="stacksync.k8s.stack returns its skipped objects under the key `skipped`, which Ansible "
-                          "reads as 'task skipped' (ansible.executor.task_result.TaskResult.is_skipped); the module "
-                          "must return them under another key", strict=False)
 def test_changed_is_reported_when_some_objects_are_skipped(setup, kube, tmp_path):
     # A module result whose `skipped` key is a non-empty list makes Ansible count the task (or loop item)
     # as skipped (TaskResult.is_skipped), which hides `changed` from the callback, the PLAY RECAP and AWX.

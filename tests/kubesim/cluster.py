@@ -11,7 +11,7 @@ import threading
 
 from . import errors, fields
 from .controllers import Controllers
-from .defaults import apply_defaults, check_types, validate
+from .defaults import apply_defaults, carry_allocated, check_types, validate
 from .patch import json_patch, merge_patch, strategic_merge_patch
 from .resources import BUILTINS, CREATE_ON_UPDATE, GENERATION_KINDS, ResourceType
 from .schema import SKELETONS, Root
@@ -372,8 +372,9 @@ class Cluster:
                 obj["status"] = deep(old["status"])
             else:
                 obj.pop("status", None)
+        carry_allocated(old, obj)
         apply_defaults(obj, self._alloc_ip)
-        validate(obj, rt)
+        validate(obj, rt, old if subresource is None else None)
         if ometa.get("deletionTimestamp"):
             added = set(meta.get("finalizers") or []) - set(ometa.get("finalizers") or [])
             if added:

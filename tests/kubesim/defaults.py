@@ -1,5 +1,7 @@
 """Server-side defaulting and validation for the built-in kinds the collection touches."""
 
+import base64
+import json
 import re
 
 from .errors import bad_request, invalid
@@ -168,6 +170,13 @@ def _namespace(obj):
 
 def _secret(obj):
     obj.setdefault("type", "Opaque")
+    # v1 -> internal conversion: stringData is merged into data (base64) and never stored.
+    string_data = obj.pop("stringData", None)
+    if string_data:
+        data = obj.get("data") or {}
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(str(v).encode()).decode()
+        obj["data"] = data
 
 
 def _pvc(obj):
@@ -324,7 +333,85 @@ def _workload_causes(obj):
 
 
 def _go_map(labels):
-    return "map[string]string{" + ", ".join(f'"{k}":"{v}"' for k, v in sorted(labels.items())) + "}"
+    """A map[string]string as the real server prints it in field errors (JSON, sorted keys)."""
+    return json.dumps(labels or {}, sort_keys=True, separators=(",", ":"))
+
+
+def _go_selector(sel):
+    """A metav1.LabelSelector as JSON in Go field order (matchLabels, matchExpressions; omitempty)."""
+    sel = sel or {}
+    parts = []
+    if sel.get("matchLabels"):
+        parts.append('"matchLabels":' + _go_map(sel["matchLabels"]))
+    if sel.get("matchExpressions"):
+        exprs = []
+        for e in sel["matchExpressions"]:
+            item = [f'"key":{json.dumps(e.get("key", ""))}', f'"operator":{json.dumps(e.get("operator", ""))}']
+            if e.get("values"):
+                item.append('"values":' + json.dumps(list(e["values"]), separators=(",", ":")))
+            exprs.append("{" + ",".join(item) + "}")
+        parts.append('"matchExpressions":[' + ",".join(exprs) + "]")
+    return "{" + ",".join(parts) + "}"
+
+
+def _same_selector(a, b):
+    a, b = a or {}, b or {}
+    return ((a.get("matchLabels") or {}) == (b.get("matchLabels") or {})
+            and (a.get("matchExpressions") or []) == (b.get("matchExpressions") or []))
+
+
+_FROZEN = "Forbidden: field is immutable when `immutable` is set"
+# apps/v1 kinds whose spec.selector is immutable (StatefulSet refuses most spec changes differently).
+_SELECTOR_IMMUTABLE = {"Deployment", "ReplicaSet", "DaemonSet"}
+
+
+def carry_allocated(old, obj):
+    """Service update: keep the allocated clusterIP when the new object leaves it empty (like the real
+    registry) and follow a changed clusterIP into clusterIPs (normalizeClusterIPs)."""
+    if obj.get("kind") != "Service":
+        return
+    ospec, spec = old.get("spec") or {}, obj.get("spec")
+    if not isinstance(spec, dict) or "ExternalName" in (ospec.get("type"), spec.get("type")):
+        return
+    if not spec.get("clusterIP") and ospec.get("clusterIP"):
+        spec["clusterIP"] = ospec["clusterIP"]
+        if not spec.get("clusterIPs"):
+            spec["clusterIPs"] = list(ospec.get("clusterIPs") or [ospec["clusterIP"]])
+    else:
+        moved = spec.get("clusterIP") != ospec.get("clusterIP") and spec.get("clusterIPs") == ospec.get("clusterIPs")
+        if moved or (spec.get("clusterIP") and not spec.get("clusterIPs")):
+            spec["clusterIPs"] = [spec["clusterIP"]]
+
+
+def _immutable_causes(old, obj, kind):
+    """Update-only validation of immutable fields (kube-apiserver v1.36 messages)."""
+    causes = []
+    if kind == "Secret" and (obj.get("type") or "Opaque") != (old.get("type") or "Opaque"):
+        causes.append(("type", "FieldValueInvalid", f"Invalid value: {json.dumps(obj.get('type') or '')}: field is immutable"))
+    if kind in ("ConfigMap", "Secret") and old.get("immutable") is True:
+        if obj.get("immutable") is not True:
+            causes.append(("immutable", "FieldValueForbidden", _FROZEN))
+        for key in ("data", "binaryData") if kind == "ConfigMap" else ("data",):
+            if (obj.get(key) or {}) != (old.get(key) or {}):
+                causes.append((key, "FieldValueForbidden", _FROZEN))
+    if kind == "Service":
+        ospec, spec = old.get("spec") or {}, obj.get("spec") or {}
+        if "ExternalName" not in (ospec.get("type"), spec.get("type")) and ospec.get("clusterIPs"):
+            ips = spec.get("clusterIPs") or []
+            if ips and ips[0] != spec.get("clusterIP"):
+                causes.append(("spec.clusterIPs", "FieldValueInvalid",
+                               f"Invalid value: {json.dumps(ips, separators=(',', ':'))}: first value must match `clusterIP`"))
+            elif ips[:1] != ospec["clusterIPs"][:1]:
+                causes.append(("spec.clusterIPs[0]", "FieldValueInvalid",
+                               f"Invalid value: {json.dumps(ips, separators=(',', ':'))}: may not change once set"))
+    return causes
+
+
+def _selector_causes(old, obj):
+    sel, osel = (obj.get("spec") or {}).get("selector"), (old.get("spec") or {}).get("selector")
+    if osel and sel and not _same_selector(sel, osel):
+        return [("spec.selector", "FieldValueInvalid", f"Invalid value: {_go_selector(sel)}: field is immutable")]
+    return []
 
 
 def _containers_causes(pod_spec, prefix):
@@ -363,12 +450,15 @@ def _crd_causes(obj):
     return causes
 
 
-def validate(obj, rt):
-    """Raise 422 Invalid with causes for objects the real server would reject."""
+def validate(obj, rt, old=None):
+    """Raise 422 Invalid with causes for objects the real server would reject (``old``: the live object
+    on updates, for immutable fields; the order of causes follows the real validators)."""
     meta = obj.get("metadata") or {}
     kind = rt.kind
     causes = _name_causes(kind, meta.get("name"), meta.get("generateName"))
     causes += _label_causes(meta)
+    if old is not None:
+        causes += _immutable_causes(old, obj, kind)
     if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "Pod"):
         causes += _workload_causes(obj)
     if kind == "CustomResourceDefinition":
@@ -379,5 +469,7 @@ def validate(obj, rt):
                 if not re.match(r"^[-._a-zA-Z0-9]+$", k):
                     why = f"Invalid value: \"{k}\": a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
                     causes.append((f"{key}[{k}]", "FieldValueInvalid", why))
+    if old is not None and kind in _SELECTOR_IMMUTABLE and rt.group == "apps":
+        causes += _selector_causes(old, obj)
     if causes:
         raise invalid(kind, meta.get("name"), causes, rt.group or None)

@@ -10,6 +10,7 @@ import base64
 import contextlib
 import json
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -17,7 +18,6 @@ from pathlib import Path
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import MERGE_PATCH, ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
-    CHECKSUM_ANNOTATION,
     IGNORE_ANNOTATION,
     OWNER_ANNOTATION,
     STACK_LABEL,
@@ -126,7 +126,7 @@ def ensure_crd(client, timeout=60):
     deadline = time.time() + timeout
     while True:
         try:
-            client.list("/apis/%s/v1/widgets" % CR_GROUP, limit=1)
+            client.list(f"/apis/{CR_GROUP}/v1/widgets", limit=1)
             return
         except ApiError:
             if time.time() > deadline:
@@ -149,7 +149,7 @@ def wait_namespaces_gone(client, names, timeout=120):
     for name in names:
         while client.get_or_none("/api/v1/namespaces/" + name) is not None:
             if time.time() > deadline:
-                raise AssertionError("namespace %s still terminating after %ss" % (name, timeout))
+                raise AssertionError(f"namespace {name} still terminating after {timeout}s")
             time.sleep(0.3)
 
 
@@ -215,3 +215,34 @@ def env_int(name, default):
         return int(os.environ.get(name) or default)
     except ValueError:
         return default
+
+
+def descendants(pid):
+    """pids of every process below ``pid`` (ansible workers call setsid, so a process group is not enough)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def kill_tree(pid):
+    """SIGKILL ``pid`` and everything it started (controller, forked worker, module process)."""
+    victims = [pid, *descendants(pid)]
+    for p in victims:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGSTOP)  # freeze first so nobody forks or finishes in between
+    for p in victims + descendants(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGKILL)
+    return len(victims)

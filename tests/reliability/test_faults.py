@@ -5,11 +5,9 @@ All simulator-only (fault injection, request log, per-token deny rules).
 ``make test`` uses ``STACKSYNC_FAULT_OBJECTS`` (default 400) to stay inside the time budget.
 """
 
-import contextlib
 import datetime
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -17,7 +15,6 @@ import time
 import uuid
 
 import pytest
-
 from ansible_collections.stacksync.k8s.plugins.module_utils.record import object_name
 
 from . import helpers as H
@@ -51,7 +48,7 @@ def cms(ns, names, version="1"):
 
 
 def live_cms(client, ns):
-    return {o["metadata"]["name"]: o for o in client.list("/api/v1/namespaces/%s/configmaps" % ns)
+    return {o["metadata"]["name"]: o for o in client.list(f"/api/v1/namespaces/{ns}/configmaps")
             if not o["metadata"]["name"].startswith(("stacksync-", "kube-root-ca"))}
 
 
@@ -67,7 +64,7 @@ def deletes_in(entries, ns, resource="configmaps"):
 def assert_converged(client, ns, desired):
     live = live_cms(client, ns)
     want = {m["metadata"]["name"]: m["data"] for m in desired}
-    assert set(live) == set(want), "extra %s, missing %s" % (sorted(set(live) - set(want))[:10], sorted(set(want) - set(live))[:10])
+    assert set(live) == set(want), f"extra {sorted(set(live) - set(want))[:10]}, missing {sorted(set(want) - set(live))[:10]}"
     drift = [n for n, o in live.items() if o.get("data") != want[n]]
     assert not drift, drift[:10]
 
@@ -79,12 +76,12 @@ def test_five_percent_faults_converge_or_fail_clearly_and_never_prune_after_fail
     nothing; the next fault-free run converges."""
     stack = "faults-" + ns
     n = N_FAULT
-    v1 = cms(ns, ["o%04d" % i for i in range(n)])
+    v1 = cms(ns, [f"o{i:04d}" for i in range(n)])
     cs, err = H.sync(admin, stack, v1, namespace=ns, record_namespace=ns, concurrency=8)
     assert err is None, err
     # v2: a tenth removed, the rest changed, a tenth added: every object is written
-    keep = ["o%04d" % i for i in range(n // 10, n)]
-    v2 = cms(ns, keep, "2") + cms(ns, ["n%04d" % i for i in range(n // 10)])
+    keep = [f"o{i:04d}" for i in range(n // 10, n)]
+    v2 = cms(ns, keep, "2") + cms(ns, [f"n{i:04d}" for i in range(n // 10)])
 
     # 5% of requests fail: 2.5% answer 500, 1% start a 429 (Retry-After: 1), 1.5% drop the connection
     kubesim.configure_faults(error_rate={"*": 0.025}, throttle_rate=0.01, retry_after=1, drop_rate={"*": 0.015},
@@ -101,7 +98,7 @@ def test_five_percent_faults_converge_or_fail_clearly_and_never_prune_after_fail
         # a clear message: names the stack and says what failed
         assert stack in str(err) or "ConnectionError" in str(err) or "500" in str(err) or "429" in str(err), str(err)
     if err is not None or failed_applies:
-        assert not deletes_in(entries, ns), "pruned in a run that failed: %s" % err
+        assert not deletes_in(entries, ns), f"pruned in a run that failed: {err}"
     else:
         assert_converged(admin, ns, v2)
     H.record_figures("faults_5pct", objects=n, requests=len(entries), faults_injected=injected,
@@ -152,37 +149,6 @@ PLAYBOOK = """
 """
 
 
-def descendants(pid):
-    """pids of every process below ``pid`` (ansible workers call setsid, so a process group is not enough)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry) as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def kill_tree(pid):
-    """SIGKILL ``pid`` and everything it started (controller, forked worker, module process)."""
-    victims = [pid, *descendants(pid)]
-    for p in victims:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(p, signal.SIGSTOP)  # freeze first so nobody forks or finishes in between
-    for p in victims + descendants(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(p, signal.SIGKILL)
-    return len(victims)
-
-
 def ansible_playbook():
     return os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
@@ -194,16 +160,16 @@ def write_repo(path, manifests):
     for old in path.glob("*.yaml"):
         old.unlink()
     for i in range(0, len(manifests), 20):
-        (path / ("part%03d.yaml" % i)).write_text(yaml.safe_dump_all(manifests[i:i + 20]))
+        (path / f"part{i:03d}.yaml").write_text(yaml.safe_dump_all(manifests[i:i + 20]))
 
 
 def test_sigkill_halfway_deletes_nothing_and_next_run_converges(kubesim, admin, ns, tmp_path):
     stack = "kill-" + ns
-    names = ["k%03d" % i for i in range(200)]
+    names = [f"k{i:03d}" for i in range(200)]
     v1 = cms(ns, names)
     assert H.sync(admin, stack, v1, namespace=ns, record_namespace=ns)[1] is None
     uids = {n: o["metadata"]["uid"] for n, o in live_cms(admin, ns).items()}
-    v2 = cms(ns, names[:100], "2") + cms(ns, ["new%03d" % i for i in range(50)])  # 100 to prune
+    v2 = cms(ns, names[:100], "2") + cms(ns, [f"new{i:03d}" for i in range(50)])  # 100 to prune
     repo = tmp_path / "repo"
     write_repo(repo, [{k: v for k, v in m.items() if k != "metadata"} | {"metadata": {"name": m["metadata"]["name"]}}
                       for m in v2])
@@ -223,37 +189,37 @@ def test_sigkill_halfway_deletes_nothing_and_next_run_converges(kubesim, admin, 
             writes = [e for e in log_since(kubesim.sim, mark) if e["method"] == "PATCH" and e["resource"] == "configmaps"
                       and e["namespace"] == ns and not (e["name"] or "").startswith("stacksync-")]
             if len(writes) >= 5:
-                killed_procs = kill_tree(proc.pid)  # controller, worker and module: a crash, mid-apply
+                killed_procs = H.kill_tree(proc.pid)  # controller, worker and module: a crash, mid-apply
                 killed_after = len(writes)
                 break
             time.sleep(0.02)
     finally:
         if proc.poll() is None and killed_after is None:
-            kill_tree(proc.pid)
+            H.kill_tree(proc.pid)
         proc.wait(30)
     output = proc.stdout.read().decode("utf-8", "replace")
     assert killed_after is not None, "the run ended before it could be killed: " + output[-2000:]
-    assert killed_procs >= 3, "expected ansible-playbook, its worker and the module process: %d" % killed_procs
+    assert killed_procs >= 3, f"expected ansible-playbook, its worker and the module process: {killed_procs}"
     time.sleep(0.5)  # requests in flight finish
     kubesim.configure_faults()
     entries = log_since(kubesim.sim, mark)
     applied = sum(1 for e in entries if e["method"] == "PATCH" and e["resource"] == "configmaps" and e["namespace"] == ns)
-    assert applied < len(v2), "the run was not interrupted halfway (%d applies)" % applied
+    assert applied < len(v2), f"the run was not interrupted halfway ({applied} applies)"
     assert not deletes_in(entries, ns), "the interrupted run deleted objects"
     live = live_cms(admin, ns)
     assert all(n in live and live[n]["metadata"]["uid"] == uid for n, uid in uids.items()), "an object was lost"
 
     # the killed run's Lease is still held: a run right now waits and gives up
-    leases = admin.list("/apis/coordination.k8s.io/v1/namespaces/%s/leases" % ns)
-    cs, err = H.sync(admin, stack, v2, namespace=ns, record_namespace=ns, lock_timeout=1)
+    leases = admin.list(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases")
+    _cs, err = H.sync(admin, stack, v2, namespace=ns, record_namespace=ns, lock_timeout=1)
     assert err is not None and "locked" in str(err), (err, leases)
     # ... until it expires (simulate its 60 s passing), then the next run converges
-    lease_path = "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (ns, object_name(stack))
+    lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{object_name(stack)}"
     lease = admin.get(lease_path)
     old = datetime.datetime.utcnow() - datetime.timedelta(seconds=600)
     lease["spec"]["renewTime"] = lease["spec"]["acquireTime"] = old.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     admin.replace(lease_path, lease)
-    cs, err = H.sync(admin, stack, v2, namespace=ns, record_namespace=ns)
+    _cs, err = H.sync(admin, stack, v2, namespace=ns, record_namespace=ns)
     assert err is None, err
     assert_converged(admin, ns, v2)
     H.record_figures("sigkill", objects=len(v2), applies_before_kill=applied, deleted_by_interruption=0)
@@ -277,9 +243,9 @@ def test_concurrent_syncs_are_serialized_by_the_lease(kubesim, admin, ns, tmp_pa
     stack = "conc-" + ns
     c1 = _user_client(kubesim, tmp_path, "runner-one-" + ns)
     c2 = _user_client(kubesim, tmp_path, "runner-two-" + ns)
-    assert H.sync(admin, stack, cms(ns, ["x%02d" % i for i in range(40)]), namespace=ns, record_namespace=ns)[1] is None
-    d1 = cms(ns, ["x%02d" % i for i in range(0, 30)], "one")  # prunes 30..39
-    d2 = cms(ns, ["x%02d" % i for i in range(10, 40)], "two")  # prunes 0..9
+    assert H.sync(admin, stack, cms(ns, [f"x{i:02d}" for i in range(40)]), namespace=ns, record_namespace=ns)[1] is None
+    d1 = cms(ns, [f"x{i:02d}" for i in range(0, 30)], "one")  # prunes 30..39
+    d2 = cms(ns, [f"x{i:02d}" for i in range(10, 40)], "two")  # prunes 0..9
     kubesim.configure_faults(latency_ms=10)
     mark = len(kubesim.requests)
     results = {}
@@ -300,7 +266,7 @@ def test_concurrent_syncs_are_serialized_by_the_lease(kubesim, admin, ns, tmp_pa
     w1 = _write_windows(entries, ns, "runner-one-" + ns)
     w2 = _write_windows(entries, ns, "runner-two-" + ns)
     assert w1 and w2
-    assert w1[1] < w2[0] or w2[1] < w1[0], "the two runs wrote at the same time: %s %s" % (w1, w2)
+    assert w1[1] < w2[0] or w2[1] < w1[0], f"the two runs wrote at the same time: {w1} {w2}"
     last = d2 if w2[0] > w1[0] else d1
     assert_converged(admin, ns, last)
     c1.close()
@@ -310,18 +276,18 @@ def test_concurrent_syncs_are_serialized_by_the_lease(kubesim, admin, ns, tmp_pa
 def test_concurrent_sync_fails_on_held_lease_without_writing(kubesim, admin, ns, tmp_path):
     stack = "lock-" + ns
     c2 = _user_client(kubesim, tmp_path, "runner-late-" + ns)
-    assert H.sync(admin, stack, cms(ns, ["y%02d" % i for i in range(100)]), namespace=ns, record_namespace=ns)[1] is None
+    assert H.sync(admin, stack, cms(ns, [f"y{i:02d}" for i in range(100)]), namespace=ns, record_namespace=ns)[1] is None
     kubesim.configure_faults(latency_ms=30)  # the holder writes for ~3 s
     holder = {}
-    t = threading.Thread(target=lambda: holder.update(r=H.sync(admin, stack, cms(ns, ["y%02d" % i for i in range(100)], "2"),
+    t = threading.Thread(target=lambda: holder.update(r=H.sync(admin, stack, cms(ns, [f"y{i:02d}" for i in range(100)], "2"),
                                                                namespace=ns, record_namespace=ns, concurrency=1)))
     mark = len(kubesim.requests)
     t.start()
-    lease_path = "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (ns, object_name(stack))
+    lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{object_name(stack)}"
     deadline = time.time() + 30
     while admin.get_or_none(lease_path) is None and time.time() < deadline:
         time.sleep(0.01)
-    cs, err = H.sync(c2, stack, cms(ns, ["z%02d" % i for i in range(5)]), namespace=ns, record_namespace=ns, lock_timeout=0.3)
+    _cs, err = H.sync(c2, stack, cms(ns, [f"z{i:02d}" for i in range(5)]), namespace=ns, record_namespace=ns, lock_timeout=0.3)
     t.join(120)
     kubesim.configure_faults()
     assert err is not None and "locked by another run" in str(err), err
@@ -339,7 +305,7 @@ def test_rbac_limited_applies_what_it_may_and_deletes_nothing_unverified(kubesim
     stack = "rbac-" + ns
     other_ns = ns + "-o"
     H.create_namespace(admin, other_ns)
-    cr = "rel-%s-cr" % ns
+    cr = f"rel-{ns}-cr"
 
     def desired(with_removed):
         out = cms(ns, ["keep"] + (["gone"] if with_removed else []))
@@ -364,10 +330,10 @@ def test_rbac_limited_applies_what_it_may_and_deletes_nothing_unverified(kubesim
     # applied what it may
     assert err is None, err
     # verified and pruned: the ConfigMap it could list everywhere
-    assert admin.get_or_none("/api/v1/namespaces/%s/configmaps/gone" % ns) is None
+    assert admin.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/gone") is None
     # could not verify: not deleted, and said so
-    assert admin.get_or_none("/api/v1/namespaces/%s/secrets/s-gone" % other_ns) is not None
-    assert admin.get_or_none("/api/v1/namespaces/%s/serviceaccounts/sa-gone" % ns) is not None
+    assert admin.get_or_none(f"/api/v1/namespaces/{other_ns}/secrets/s-gone") is not None
+    assert admin.get_or_none(f"/api/v1/namespaces/{ns}/serviceaccounts/sa-gone") is not None
     assert admin.get_or_none("/apis/rbac.authorization.k8s.io/v1/clusterroles/" + cr) is not None
     text = " ".join(cs.warnings)
     assert "Secret" in text and "ServiceAccount" in text and "ClusterRole" in text, cs.warnings

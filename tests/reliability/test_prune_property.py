@@ -31,9 +31,6 @@ import time
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
-
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
     CHECKSUM_ANNOTATION,
@@ -44,6 +41,8 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import owner_mark
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from . import helpers as H
 
@@ -106,7 +105,7 @@ class Sequence:
 
     def __init__(self, client, discovery, stats, sim=None):
         self.sim = sim
-        self.p = "r%s%d" % (self._run, next(self._counter))
+        self.p = f"r{self._run}{next(self._counter)}"
         self.client = client
         self.discovery = discovery
         self.stats = stats
@@ -147,7 +146,7 @@ class Sequence:
         for (group, kind, slot), state in zip(SLOTS, repo["slots"]):
             if state is None or state["stack"] != stack:
                 continue
-            name = "%s-%s" % (self.p, slot)
+            name = f"{self.p}-{slot}"
             api_version, _path, namespaced = H.KINDS[(group, kind)]
             meta = {"name": name}
             ns_key = state["ns"]
@@ -166,9 +165,9 @@ class Sequence:
             m = {"apiVersion": api_version, "kind": kind, "metadata": meta}
             v = state["variant"]
             if kind == "ConfigMap":
-                m["data"] = {"v": "value-%d" % v, "slot": slot}
+                m["data"] = {"v": f"value-{v}", "slot": slot}
             elif kind == "Secret":
-                m["stringData"] = {"k": "secret-%d" % v}
+                m["stringData"] = {"k": f"secret-{v}"}
             elif kind == "ClusterRole":
                 m["rules"] = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": VERBS[v]}]
             else:
@@ -207,8 +206,8 @@ class Sequence:
                         out[oid] = obj
             return out
         for (group, kind), (_av, _tmpl, namespaced) in H.KINDS.items():
-            path = ("/apis/%s/v1/widgets" % H.CR_GROUP) if kind == "Widget" else (
-                "/api/v1/%ss" % kind.lower() if not group else H.collection_path(group, kind))
+            path = (f"/apis/{H.CR_GROUP}/v1/widgets") if kind == "Widget" else (
+                f"/api/v1/{kind.lower()}s" if not group else H.collection_path(group, kind))
             for obj in self.client.list(path):
                 meta = obj.get("metadata") or {}
                 if not (meta.get("name") or "").startswith(prefix):
@@ -232,17 +231,17 @@ class Sequence:
         stack = self.stack["a" if flag else "b"]
         if op == "foreign":
             if target % 2:
-                name = "%s-r%d" % (self.p, target % 3) if target % 3 == 0 else "%s-fr%d" % (self.p, k)
+                name = f"{self.p}-r{target % 3}" if target % 3 == 0 else f"{self.p}-fr{k}"
                 body = {"apiVersion": RBAC + "/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": []}
                 c.create(H.collection_path(RBAC, "ClusterRole"), body)
             else:
-                name = "%s-c%d" % (self.p, target % 3) if target % 3 == 0 else "%s-f%d" % (self.p, k)
+                name = f"{self.p}-c{target % 3}" if target % 3 == 0 else f"{self.p}-f{k}"
                 ns = self.ns["x" if flag else "y"]
                 body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
                         "data": {"foreign": "yes"}}
                 c.create(H.collection_path("", "ConfigMap", ns), body)
         elif op == "copy_label":
-            meta = {"name": "%s-l%d" % (self.p, k), "namespace": self.ns["x"], "labels": {STACK_LABEL: stack}}
+            meta = {"name": f"{self.p}-l{k}", "namespace": self.ns["x"], "labels": {STACK_LABEL: stack}}
             donors = [obj for oid, obj in owned if H.labels_of(obj).get(STACK_LABEL) == stack]
             if target % 2 and donors:
                 ann = H.annotations_of(donors[target % len(donors)])
@@ -257,7 +256,7 @@ class Sequence:
                 return
             poid, parent = parents[target % len(parents)]
             pmeta = parent["metadata"]
-            cid = ObjectId(poid.group, poid.kind, poid.namespace, "%s-k%d" % (poid.name, k))
+            cid = ObjectId(poid.group, poid.kind, poid.namespace, f"{poid.name}-k{k}")
             ann = dict(H.annotations_of(parent))
             ann.pop(IGNORE_ANNOTATION, None)
             if flag:  # worst case: a mark that matches the child's own identity
@@ -275,7 +274,7 @@ class Sequence:
         elif op in ("edit", "unlabel", "ignore", "delete"):
             if not owned:
                 return
-            oid, obj = owned[target % len(owned)]
+            oid, _obj = owned[target % len(owned)]
             if op == "delete":
                 c.delete(H.object_path(oid))
                 return
@@ -298,7 +297,7 @@ class Sequence:
                 return
             c.create(H.collection_path("", "ConfigMap", self.ns["z"]),
                      {"apiVersion": "v1", "kind": "ConfigMap",
-                      "metadata": {"name": "%s-fz%d" % (self.p, k), "namespace": self.ns["z"]}, "data": {"z": "1"}})
+                      "metadata": {"name": f"{self.p}-fz{k}", "namespace": self.ns["z"]}, "data": {"z": "1"}})
         self.stats.oob += 1
 
     # -- one sync and its invariants ------------------------------------------------------------
@@ -311,7 +310,7 @@ class Sequence:
                          record_namespace=self.ns["x"], discovery=self.discovery)
         after = self.snapshot()
         self.stats.syncs += 1
-        context = "stack %s, desired %s, error %s" % (self.stack[s], sorted(map(str, desired_ids)), err)
+        context = f"stack {self.stack[s]}, desired {sorted(map(str, desired_ids))}, error {err}"
 
         # 1. every DELETE targeted a prunable object of this stack
         for path in self.deletes:
@@ -321,14 +320,13 @@ class Sequence:
             hit = by_path.get(path)
             if hit is None or not H.may_prune(hit[1], hit[0], self.stack[s], desired_ids):
                 self.stats.wrongly_deleted += 1
-                pytest.fail("engine sent DELETE %s for an object it may not prune (%s); %s" % (
+                pytest.fail("engine sent DELETE {} for an object it may not prune ({}); {}".format(
                     path, "unknown object" if hit is None else hit[1].get("metadata"), context))
         # 2. nothing else vanished
         bad = H.deletion_violations(before, after, self.stack[s], desired_ids)
         if bad:
             self.stats.wrongly_deleted += len(bad)
-            pytest.fail("objects deleted that were not prunable by %s: %s; %s" % (
-                self.stack[s], [str(oid) for oid, _o in bad], context))
+            pytest.fail(f"objects deleted that were not prunable by {self.stack[s]}: {[str(oid) for oid, _o in bad]}; {context}")
         self.stats.pruned += len(cs.pruned) if cs is not None else 0
 
         if not desired:
@@ -338,8 +336,8 @@ class Sequence:
             return after
         if err is not None:
             self.stats.failed_syncs += 1
-            assert not (cs and cs.pruned), "a failed run pruned: %s" % context
-            pytest.fail("a fault-free sync failed: %s" % context)
+            assert not (cs and cs.pruned), f"a failed run pruned: {context}"
+            pytest.fail(f"a fault-free sync failed: {context}")
 
         # 3. converged: live == desired (content included), apart from protected objects
         for oid, manifest in desired:
@@ -349,10 +347,10 @@ class Sequence:
             if was is not None and H.is_true(H.annotations_of(was).get(IGNORE_ANNOTATION) or ""):
                 continue  # the live copy opted out
             live = after.get(oid)
-            assert live is not None, "desired %s missing after sync; %s" % (oid, context)
-            assert H.owned(live, self.stack[s], oid), "desired %s not stamped as %s's: %s; %s" % (
+            assert live is not None, f"desired {oid} missing after sync; {context}"
+            assert H.owned(live, self.stack[s], oid), "desired {} not stamped as {}'s: {}; {}".format(
                 oid, self.stack[s], live["metadata"], context)
-            assert self.content_matches(oid, manifest, live), "desired %s has drifted content %s; %s" % (
+            assert self.content_matches(oid, manifest, live), "desired {} has drifted content {}; {}".format(
                 oid, {k: live.get(k) for k in ("data", "rules", "spec")}, context)
         skipped_ns = {(ref.get("name")) for ref in cs.skipped if ref.get("kind") == "Namespace"}
         for oid, obj in after.items():
@@ -362,7 +360,7 @@ class Sequence:
                 continue
             if (obj.get("metadata") or {}).get("deletionTimestamp"):
                 continue  # being deleted (foreground / finalizers on a real cluster)
-            pytest.fail("%s is %s's, not desired and not protected, but was not pruned; %s" % (oid, self.stack[s], context))
+            pytest.fail(f"{oid} is {self.stack[s]}'s, not desired and not protected, but was not pruned; {context}")
         return after
 
     def run(self, steps):

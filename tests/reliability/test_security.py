@@ -9,7 +9,6 @@ import sys
 import uuid
 
 import pytest
-
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import canonical, checksum, normalize_secret
@@ -128,7 +127,7 @@ def verbose_run(kubesim, tmp_path_factory):
     value = "S3cr3tValue-" + uuid.uuid4().hex
     value2 = "S3cr3tValue2-" + uuid.uuid4().hex
     data_value = "DataValue-" + uuid.uuid4().hex
-    host = kubesim.server.replace("://", "://urluser:%s@" % url_password)
+    host = kubesim.server.replace("://", f"://urluser:{url_password}@")
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
               "stringData": {"password": value}, "data": {"other": H.b64(data_value)}}
     resources = [secret, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}]
@@ -155,7 +154,7 @@ def verbose_run(kubesim, tmp_path_factory):
             if obj.get("kind") != "Secret":
                 stored.append(json.dumps(obj.get("data")))
     # ... and the sync did happen (so the checks are not vacuous)
-    live = admin.get("/api/v1/namespaces/%s/secrets/s" % ns)
+    live = admin.get(f"/api/v1/namespaces/{ns}/secrets/s")
     assert base64.b64decode(live["data"]["password"]).decode() == value2
     H.delete_quietly(admin, "/api/v1/namespaces/" + ns)
     secrets = {}
@@ -176,14 +175,14 @@ def test_no_token_or_secret_value_in_vvv_output_results_or_cluster(verbose_run):
     the cluster never contain the bearer token or a Secret value (plain or base64)."""
     needles = dict(verbose_run["secrets"], token=verbose_run["token"])
     leaks = {what: _where(verbose_run, needle) for what, needle in needles.items() if _where(verbose_run, needle)}
-    assert not leaks, "found (text = -vvv output, results = module results, stored = cluster): %s" % leaks
+    assert not leaks, f"found (text = -vvv output, results = module results, stored = cluster): {leaks}"
 
 
 @pytest.mark.sim_only
 def test_no_url_credentials_in_vvv_output_results_or_cluster(verbose_run):
     """``host: https://user:password@...``: the password never shows up anywhere."""
     where = _where(verbose_run, verbose_run["url_password"])
-    assert not where, "URL password found in: %s" % where
+    assert not where, f"URL password found in: {where}"
 
 
 def test_secret_checksum_is_keyed(kube):
@@ -196,11 +195,11 @@ def test_secret_checksum_is_keyed(kube):
         value = "guess-me-" + uuid.uuid4().hex
         secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": ns}, "stringData": {"pw": value}}
         cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": ns}, "data": {"pw": value}}
-        cs, err = H.sync(admin, "hmac-" + ns, [json.loads(json.dumps(secret)), json.loads(json.dumps(cm))], namespace=ns,
+        _cs, err = H.sync(admin, "hmac-" + ns, [json.loads(json.dumps(secret)), json.loads(json.dumps(cm))], namespace=ns,
                          record_namespace=ns)
         assert err is None, err
-        live_s = admin.get("/api/v1/namespaces/%s/secrets/s" % ns)
-        live_c = admin.get("/api/v1/namespaces/%s/configmaps/c" % ns)
+        live_s = admin.get(f"/api/v1/namespaces/{ns}/secrets/s")
+        live_c = admin.get(f"/api/v1/namespaces/{ns}/configmaps/c")
         # an attacker who can read annotations guesses the right value and hashes it like a ConfigMap
         guess = normalize_secret(json.loads(json.dumps(secret)))
         plain = checksum(guess, ObjectId("", "Secret", ns, "s"))
@@ -229,7 +228,8 @@ def test_tls_verified_by_default_wrong_ca_fails(kubesim_factory, tmp_path):
     wrong = _wrong_ca(tmp_path)
     import yaml
 
-    config = yaml.safe_load(open(sim.kubeconfig).read())
+    with open(sim.kubeconfig) as f:
+        config = yaml.safe_load(f)
     config["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode(wrong.read_bytes()).decode()
     wrong_kc = tmp_path / "wrong-ca.kubeconfig"
     wrong_kc.write_text(yaml.safe_dump(config))

@@ -22,9 +22,9 @@ def main():
     cafile = ssl.get_default_verify_paths().cafile
     if cafile and os.path.isfile(cafile) and not any(arg.startswith("--cert") for arg in args):
         # Trust what the interpreter trusts (the system store), not only pip's bundled certifi.
-        args = ["--cert", cafile] + args
+        args = ["--cert", cafile, *args]
     ensurepip.bootstrap(upgrade=False)
-    sys.argv = ["pip", "install"] + args
+    sys.argv = ["pip", "install", *args]
     runpy.run_module("pip", run_name="__main__", alter_sys=True)
 
 

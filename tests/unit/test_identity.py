@@ -1,5 +1,4 @@
 import pytest
-
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import (
     ObjectId,
     group_kind_str,
