@@ -50,6 +50,27 @@ EXPECT = {
 }
 MAX_FILE_SIZE = {"oversize-file": 2048}
 
+# Bugs these tests found (issue 9), marked strict so a fix makes the marker fail and get removed.
+BUG_DNS_NAME = ("module_utils/objects.py validate_manifest does not check metadata.name against DNS-1123: the other "
+                "objects are applied, then the server's 422 fails the run (cluster changed, error names no file)")
+BUG_SOURCE = ("module_utils/manager.py StackManager.prepare strips the stacksync.io/source annotation before building "
+              "error messages, so errors say 'resources[N]' instead of the file")
+BUG_BOMB = "plugin_utils/render.py: a YAML alias bomb (9 levels x 9) is expanded by _plain: the lookup hangs"
+BUG_DEEP = ("plugin_utils/render.py: deeply nested YAML raises a bare RecursionError ('maximum recursion depth "
+            "exceeded'), not a RenderError naming the file")
+BUG_HUGE = ("module: a 3 MiB document is applied (nothing checks object size before the first write; the simulator "
+            "accepts it too, a real API server answers 422 'Too long' / 413 after the other objects were applied)")
+KNOWN = {
+    ("error", "non-dns-name"): BUG_DNS_NAME, ("writes", "non-dns-name"): BUG_DNS_NAME,
+    ("error", "unknown-kind"): BUG_SOURCE,
+    ("dangerous", "yaml-bomb"): BUG_BOMB, ("dangerous", "deeply-nested"): BUG_DEEP, ("dangerous", "huge-document"): BUG_HUGE,
+}
+
+
+def cases_for(test, names):
+    return [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=KNOWN[(test, c)])) if (test, c) in KNOWN else c
+            for c in sorted(names)]
+
 PLAYBOOK = """
 - hosts: localhost
   gather_facts: false
@@ -176,26 +197,27 @@ def test_corpus_is_complete():
     assert sorted(p.name for p in CORPUS.iterdir() if p.is_dir()) == sorted(c for c in EXPECT if c != "huge-document")
 
 
+@pytest.mark.xfail(strict=True, reason=BUG_DNS_NAME)
 def test_bad_input_leaves_cluster_exactly_as_before(corpus_results):
     """Whatever the message, the cluster state is byte-for-byte what it was before the corpus run."""
     assert corpus_results["before"] == corpus_results["after"], "a bad repo changed the cluster"
 
 
-@pytest.mark.parametrize("case", sorted(c for c in EXPECT if c not in DANGEROUS))
+@pytest.mark.parametrize("case", cases_for("error", (c for c in EXPECT if c not in DANGEROUS)))
 def test_bad_input_clear_error_naming_the_file(corpus_results, case):
     _check(case, corpus_results["results"].get(case))
 
 
-@pytest.mark.parametrize("case", sorted(c for c in EXPECT if c not in DANGEROUS))
+@pytest.mark.parametrize("case", cases_for("writes", (c for c in EXPECT if c not in DANGEROUS)))
 def test_bad_input_writes_nothing(corpus_results, case):
     """Per case, from the request log: not one successful write (the Lease of a lock aside)."""
     assert not corpus_results["writes"][case], "{} wrote to the cluster: {}".format(case, corpus_results["writes"][case])
 
 
-@pytest.mark.parametrize("case", DANGEROUS)
+@pytest.mark.parametrize("case", cases_for("dangerous", DANGEROUS))
 def test_dangerous_input_fails_fast_clearly_and_changes_nothing(kubesim, corpus_env, case):
     before = _state(kubesim)
-    results, log = _run(corpus_env["tmp"], kubesim, corpus_env["ns"], corpus_env["stack"], [case], corpus_env["corpus"], 20)
+    results, log = _run(corpus_env["tmp"], kubesim, corpus_env["ns"], corpus_env["stack"], [case], corpus_env["corpus"], 15)
     after = _state(kubesim)
     assert results is not None, f"{case}: {log[-1500:]}"
     _check(case, results.get(case))

@@ -78,7 +78,7 @@ def main(argv=None):
         repo = write_repo(tmp, args.files, args.docs_per_file)
         count = len(render(str(repo)))  # also warms the page cache
         walls, cpus = [], []
-        for dummy in range(args.repeat):
+        for _ in range(args.repeat):
             wall, cpu = time.perf_counter(), time.process_time()
             render(str(repo))
             walls.append(time.perf_counter() - wall)
