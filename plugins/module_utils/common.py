@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import re
 import sys
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -33,6 +34,18 @@ def redact_resources(resources):
     return out
 
 
+#: ``scheme://user:password@`` at the start of a URL (``host``, ``proxy``): the credentials part.
+URL_USERINFO_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@]+)@")
+URL_OPTIONS = ("host", "proxy")
+
+
+def redact_url_credentials(value):
+    """``value`` with the ``user:password@`` part of a URL replaced by ``********@``."""
+    if not isinstance(value, str):
+        return value
+    return URL_USERINFO_RE.sub(r"\1********@", value)
+
+
 class StackModule(AnsibleModule):
     """AnsibleModule that never logs or echoes Secret values passed in ``resources``.
 
@@ -41,10 +54,21 @@ class StackModule(AnsibleModule):
     ``invocation`` carries a redacted copy instead.
     """
 
+    def __init__(self, *args, **kwargs):
+        super(StackModule, self).__init__(*args, **kwargs)
+        # URL credentials are masked wherever they would appear (messages, results), like no_log values.
+        for name in URL_OPTIONS:
+            match = URL_USERINFO_RE.match(self.params.get(name) or "")
+            if match:
+                self.no_log_values.add(match.group(2))
+
     def _safe_params(self):
         params = copy.copy(self.params)
         if "resources" in params:
             params["resources"] = redact_resources(params["resources"])
+        for name in URL_OPTIONS:
+            if name in params:
+                params[name] = redact_url_credentials(params[name])
         for name, spec in self.argument_spec.items():
             if spec.get("no_log") and params.get(name) is not None:
                 params[name] = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"

@@ -46,6 +46,13 @@ LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 LABEL_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_1035_LABEL_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+#: Kinds whose names the API server validates only as path segments (no '/', '%', '.', '..'):
+#: RBAC objects carry names such as ``system:aggregate-to-admin``.
+PATH_SEGMENT_NAME_KINDS = frozenset([
+    ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "RoleBinding"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+])
 MARK_LENGTH = 20
 
 
@@ -85,6 +92,25 @@ def describe(manifest, index=None):
     return name
 
 
+def invalid_name(group, kind, name):
+    """Why the API server would refuse ``name`` for this kind (as kube-apiserver validates it), or None."""
+    if len(name) > 253 or "/" in name or "%" in name or name in (".", ".."):
+        return "at most 253 characters, without '/' or '%', not '.' or '..'"
+    if (group, kind) in PATH_SEGMENT_NAME_KINDS:
+        return None
+    if group == "" and kind == "Namespace":
+        if len(name) > 63 or not DNS_LABEL_RE.match(name):
+            return "a DNS-1123 label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
+        return None
+    if group == "" and kind == "Service":
+        if len(name) > 63 or not DNS_1035_LABEL_RE.match(name):
+            return "a DNS-1035 label: at most 63 lowercase letters, digits or '-', starting with a letter"
+        return None
+    if not DNS_SUBDOMAIN_RE.match(name):
+        return "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+    return None
+
+
 def validate_manifest(manifest, index=None):
     """Raise :class:`ManifestError` unless ``manifest`` is a well-formed object we can apply."""
     what = describe(manifest, index)
@@ -106,8 +132,9 @@ def validate_manifest(manifest, index=None):
         if meta.get("generateName"):
             raise ManifestError("%s: generateName is not supported (objects need a stable name to be synced)" % what)
         raise ManifestError("%s: metadata.name is required" % what)
-    if len(name) > 253 or "/" in name or name in (".", "..") or "%" in name:
-        raise ManifestError("%s: invalid metadata.name %r" % (what, name))
+    name_problem = invalid_name(group_of(api_version), kind, name)
+    if name_problem:
+        raise ManifestError("%s: invalid metadata.name %r: %s" % (what, name, name_problem))
     ns = meta.get("namespace")
     if ns is not None and (not isinstance(ns, str) or (ns and not DNS_LABEL_RE.match(ns)) or len(ns) > 63):
         raise ManifestError("%s: invalid metadata.namespace %r" % (what, ns))

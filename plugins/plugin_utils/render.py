@@ -155,6 +155,9 @@ def iter_yaml_documents(text, rel, decrypt=None):
                 data = loader.construct_document(node) if node is not None else None
             except yaml.YAMLError as exc:
                 raise RenderError(_yaml_problem(exc), rel, doc=index, line=_yaml_line(exc) or line) from None
+            except RecursionError:
+                raise RenderError("the document is nested too deeply (more levels than the YAML parser's recursion limit)",
+                                  rel, doc=index, line=line) from None
             except RenderError:
                 raise
             except AnsibleError as exc:  # vault errors raised by the decrypt hook
@@ -510,8 +513,23 @@ def _type_name(value):
             float: "number"}.get(type(value), type(value).__name__)
 
 
-def _plain(value, where):
-    """Recursively make ``value`` JSON-compatible: string keys, plain containers."""
+#: Most values one document may expand to (aliases count each time they are used): stops YAML alias
+#: bombs ("billion laughs") before they eat the controller's memory. 1 MiB of real manifest is far less.
+MAX_DOCUMENT_VALUES = 1000000
+
+
+def _plain(value, where, budget=None):
+    """Recursively make ``value`` JSON-compatible: string keys, plain containers.
+
+    ``budget`` (a one-item list) counts the values produced, aliases expanded; past
+    :data:`MAX_DOCUMENT_VALUES` the document is refused.
+    """
+    if budget is None:
+        budget = [MAX_DOCUMENT_VALUES]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise where("the document expands to more than %d values through YAML anchors and aliases "
+                    "(an alias bomb?): refusing it, over the limit" % MAX_DOCUMENT_VALUES)
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
@@ -524,10 +542,10 @@ def _plain(value, where):
                     key = str(key)
                 else:
                     raise where("mapping key %r is not a string" % (key,))
-            out[key] = _plain(item, where)
+            out[key] = _plain(item, where, budget)
         return out
     if isinstance(value, list):
-        return [_plain(item, where) for item in value]
+        return [_plain(item, where, budget) for item in value]
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     raise where("unsupported YAML value of type %s" % type(value).__name__)
@@ -651,7 +669,11 @@ def render(path, root=None, include=None, exclude=None, recursive=True, max_file
         for index, line, doc in documents:
             if doc is None:
                 continue
-            doc = _plain(doc, functools.partial(RenderError, path=shown, doc=index, line=line))
+            where = functools.partial(RenderError, path=shown, doc=index, line=line)
+            try:
+                doc = _plain(doc, where)
+            except RecursionError:
+                raise where("the document is nested too deeply (more levels than Python's recursion limit)") from None
             source = "%s#%d" % (label, index)
             for item_index, item in _items(doc):
                 item_err = functools.partial(RenderError, path=shown, doc=index, line=line, item=item_index)

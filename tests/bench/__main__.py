@@ -30,8 +30,9 @@ def parse_args(argv):
     parser.add_argument("--tools", default=",".join(DEFAULT_TOOLS), help="comma-separated, of: " + ", ".join(tools.TOOLS))
     parser.add_argument("--scenarios", default=",".join(scenarios.SCENARIOS), help="comma-separated, in order")
     parser.add_argument("--latency-ms", type=float, default=5.0, help="simulated per-request latency (default 5)")
-    parser.add_argument("--loop-sample", type=int, default=100,
+    parser.add_argument("--loop-sample", type=int, default=50,
                         help="k8s-loop applies about this many objects and extrapolates to all (0: all objects)")
+    parser.add_argument("--concurrency", type=int, help="stacksync's concurrency option (default: the module's default)")
     parser.add_argument("--ansible-venv", type=Path, help="venv whose ansible-playbook runs the playbooks "
                         "(default .venv-bench, made by `make bench`; else the running Python's venv)")
     parser.add_argument("--output", type=Path, default=Path(__file__).resolve().parent / "results.json")
@@ -94,7 +95,7 @@ class Lane:
         self.repo = Repo(self.base / "repo")
         self.env = environment(bin_dir, self.base / "home", kubeconfig)
         self.ctx = tools.Context(kubeconfig, self.repo.path, self.base, bin_dir, manifests.kinds(self.state.entries),
-                                 loop_stride(args))
+                                 loop_stride(args), args.concurrency)
         self.sim = SimProcess(kubeconfig, args.latency_ms, self.base / "simulator.log")
         self.failed = False
 

@@ -19,6 +19,7 @@ from .repo import Repo
 from .simserver import SimProcess
 from .tools import PLAYBOOKS
 
+MODULE_DEFAULT_CONCURRENCY = 8  # the stack module's default
 PHASES = ("prepare", "_stamp", "observe", "plan", "_apply_all", "_prune")
 IMPORTS = ("from ansible_collections.stacksync.k8s.plugins.module_utils import auth, manager; "
            "import kubernetes.config, kubernetes.client")
@@ -59,14 +60,14 @@ def _top(profiler, limit=12):
             for (path, line, func), (_cc, nc, tt, ct, _callers) in rows]
 
 
-def engine_run(resources, kubeconfig):
+def engine_run(resources, kubeconfig, concurrency):
     """One ``StackManager.sync`` of ``resources``: phases, requests, profile of the calling thread."""
     from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
     from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackManager
 
-    client, _namespace = build_client({"kubeconfig": str(kubeconfig)}, maxsize=8)
+    client, _namespace = build_client({"kubeconfig": str(kubeconfig)}, maxsize=concurrency)
     clock = RequestClock(client)
-    manager = StackManager(client, "bench-profile", concurrency=8)
+    manager = StackManager(client, "bench-profile", concurrency=concurrency)
     phases = {}
     for name in PHASES:
         setattr(manager, name, _timed(getattr(manager, name), name, phases))
@@ -105,7 +106,8 @@ def profile(args, workdir, bin_dir, env_for):
     out.update(render_in_process_s=round(time.monotonic() - start, 3),
                module_args_mb=round(len(json.dumps(resources)) / 1e6, 2))
     with SimProcess(kubeconfig, args.latency_ms, base / "simulator.log"):
-        out["engine"] = {scenario: engine_run(resources, kubeconfig) for scenario in ("first", "noop")}
+        concurrency = args.concurrency or MODULE_DEFAULT_CONCURRENCY
+        out["engine"] = {scenario: engine_run(resources, kubeconfig, concurrency) for scenario in ("first", "noop")}
     return out
 
 

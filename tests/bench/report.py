@@ -13,6 +13,7 @@ BASELINE = "stacksync"
 # profile_tasks lines: "<task name> ---------- 12.34s"
 TASK_TIME = re.compile(r"^(?P<task>.+?) -{3,} (?P<seconds>\d+(\.\d+)?)s\s*$")
 LOOP_TASKS = ("one task per object",)
+FIXED_VERBS = ("list", "watch")  # the prune step's k8s_info lists do not grow with the sample
 VERDICT = {True: "MET", False: "NOT MET", None: "n/a"}
 
 
@@ -27,14 +28,14 @@ def task_seconds(log):
 
 
 def _extrapolate(record, state, stride):
-    """A sampled per-object loop, scaled to every object: loop time and requests times W/k."""
+    """A sampled per-object loop, scaled to every object: loop time and per-object requests times W/k."""
     workload = sum(1 for e in state.entries if e.kind not in ("Namespace", "CustomResourceDefinition"))
     sample = math.ceil(workload / stride)
     factor = workload / sample
     looped = sum(t for name, t in record["tasks"].items() if any(loop in name for loop in LOOP_TASKS))
-    record.update(estimated=True, sample_objects=sample, measured_seconds=record["seconds"], measured_requests=record["requests"],
-                  seconds=round(record["seconds"] + looped * (factor - 1), 2),
-                  requests={verb: round(n * factor) for verb, n in record["requests"].items()})
+    record.update(estimated=True, sample_objects=sample, factor=round(factor, 3), measured_seconds=record["seconds"],
+                  measured_requests=record["requests"], seconds=round(record["seconds"] + looped * (factor - 1), 2),
+                  requests={verb: n if verb in FIXED_VERBS else round(n * factor) for verb, n in record["requests"].items()})
 
 
 def record(tool, scenario, note, state, run, counts, ctx, commit):
@@ -78,7 +79,7 @@ def _versions(bin_dir):
 
 def results(args, records, bin_dir, total_seconds):
     _ratios(records)
-    return dict(objects=args.objects, latency_ms=args.latency_ms, loop_sample=args.loop_sample, tools=args.tools,
+    return dict(objects=args.objects, latency_ms=args.latency_ms, loop_sample=args.loop_sample, concurrency=args.concurrency, tools=args.tools,
                 scenarios=args.scenarios, total_seconds=total_seconds, versions=_versions(bin_dir),
                 records=records, targets=targets(records, args.objects))
 

@@ -17,7 +17,7 @@ KUBECTL_MANAGER = "bench-kubectl"
 class Context:
     """What a tool needs to run: where things are, and what the stack contains."""
 
-    def __init__(self, kubeconfig, repo, workdir, ansible_bin, kinds, loop_stride):
+    def __init__(self, kubeconfig, repo, workdir, ansible_bin, kinds, loop_stride, concurrency=None):
         self.kubeconfig = str(kubeconfig)
         # Peers prune only where the scenario needs it (removed): kubernetes.core has no prune of
         # its own, and leaving it out elsewhere can only make the peers look faster.
@@ -27,6 +27,7 @@ class Context:
         self.ansible_bin = Path(ansible_bin)
         self.kinds = kinds
         self.loop_stride = loop_stride
+        self.concurrency = concurrency
 
     def playbook(self, name, *args, **extra_vars):
         """``ansible-playbook`` of ``name`` (a file under playbooks/ or a collection playbook)."""
@@ -55,7 +56,8 @@ class Stacksync(Tool):
     label = "stacksync.k8s.stack (one module run)"
 
     def command(self, ctx):
-        return ctx.playbook("stacksync.yml")
+        extra = {"bench_concurrency": ctx.concurrency} if ctx.concurrency else {}
+        return ctx.playbook("stacksync.yml", **extra)
 
 
 class StacksyncRole(Tool):
@@ -67,7 +69,7 @@ class StacksyncRole(Tool):
                             ansible_python_interpreter="{{ ansible_playbook_python }}",
                             stacksync_repo=f"file://{ctx.repo}", stacksync_stack="bench-role",
                             stacksync_kubeconfig=ctx.kubeconfig, stacksync_cache_dir=str(ctx.workdir / "checkouts"),
-                            stacksync_summary=False)
+                            stacksync_summary=False, **({"stacksync_concurrency": ctx.concurrency} if ctx.concurrency else {}))
 
 
 def _kind_refs(kinds):

@@ -51,19 +51,13 @@ EXPECT = {
 MAX_FILE_SIZE = {"oversize-file": 2048}
 
 # Bugs these tests found (issue 9), marked strict so a fix makes the marker fail and get removed.
-BUG_DNS_NAME = ("module_utils/objects.py validate_manifest does not check metadata.name against DNS-1123: the other "
-                "objects are applied, then the server's 422 fails the run (cluster changed, error names no file)")
 BUG_SOURCE = ("module_utils/manager.py StackManager.prepare strips the stacksync.io/source annotation before building "
               "error messages, so errors say 'resources[N]' instead of the file")
-BUG_BOMB = "plugin_utils/render.py: a YAML alias bomb (9 levels x 9) is expanded by _plain: the lookup hangs"
-BUG_DEEP = ("plugin_utils/render.py: deeply nested YAML raises a bare RecursionError ('maximum recursion depth "
-            "exceeded'), not a RenderError naming the file")
 BUG_HUGE = ("module: a 3 MiB document is applied (nothing checks object size before the first write; the simulator "
             "accepts it too, a real API server answers 422 'Too long' / 413 after the other objects were applied)")
 KNOWN = {
-    ("error", "non-dns-name"): BUG_DNS_NAME, ("writes", "non-dns-name"): BUG_DNS_NAME,
     ("error", "unknown-kind"): BUG_SOURCE,
-    ("dangerous", "yaml-bomb"): BUG_BOMB, ("dangerous", "deeply-nested"): BUG_DEEP, ("dangerous", "huge-document"): BUG_HUGE,
+    ("dangerous", "huge-document"): BUG_HUGE,
 }
 
 
@@ -197,7 +191,6 @@ def test_corpus_is_complete():
     assert sorted(p.name for p in CORPUS.iterdir() if p.is_dir()) == sorted(c for c in EXPECT if c != "huge-document")
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_DNS_NAME)
 def test_bad_input_leaves_cluster_exactly_as_before(corpus_results):
     """Whatever the message, the cluster state is byte-for-byte what it was before the corpus run."""
     assert corpus_results["before"] == corpus_results["after"], "a bad repo changed the cluster"

@@ -5,8 +5,9 @@ removed, moved between the stacks and between namespaces; ConfigMaps, Secrets, c
 ClusterRoles -- sometimes with a stray ``namespace`` in the file --, a custom resource, a Namespace
 owned by a stack, objects with the ignore annotation) interleaved with out-of-band changes (foreign
 objects, the stack label copied onto foreign objects with and without the owner annotation,
-controller-owned children inheriting labels, manual edits by another field manager, labels
-removed, ignore annotations added, objects deleted by hand). Each step syncs both stacks, in a
+whole objects cloned by hand into the other namespace, controller-owned children inheriting labels,
+manual edits by another field manager, labels removed or switched to the other stack, ignore
+annotations added, objects deleted by hand). Each step syncs both stacks, in a
 generated order, with the real engine.
 
 Invariants, checked after every sync:
@@ -55,7 +56,7 @@ SLOTS = [
 ]
 STACKS = ("a", "b")
 VERBS = (["get"], ["get", "list"], ["watch"])
-OOB_OPS = ("foreign", "copy_label", "child", "edit", "unlabel", "ignore", "delete", "foreign_z")
+OOB_OPS = ("foreign", "copy_label", "child", "edit", "unlabel", "ignore", "delete", "foreign_z", "relabel", "clone")
 
 # -- strategies -----------------------------------------------------------------------------------
 slot_state = st.one_of(
@@ -78,7 +79,7 @@ step = st.fixed_dictionaries({
     "oob": st.lists(oob_op, max_size=2),
     "order": st.sampled_from((("a", "b"), ("b", "a"))),
 })
-sequence = st.lists(step, min_size=2, max_size=4)
+sequence = st.lists(step, min_size=2, max_size=3)
 
 EXAMPLES = H.env_int("STACKSYNC_PROPERTY_EXAMPLES", 500)
 EXAMPLES_REAL = H.env_int("STACKSYNC_PROPERTY_EXAMPLES_REAL", 20)
@@ -271,15 +272,32 @@ class Sequence:
                 if field in parent:
                     body[field] = parent[field]
             c.create(H.collection_path(cid.group, cid.kind, cid.namespace), body)
-        elif op in ("edit", "unlabel", "ignore", "delete"):
+        elif op == "clone":
+            # a human copies a live object, label and annotations included, to the other namespace
+            namespaced = [(oid, obj) for oid, obj in owned if oid.namespace and oid.namespace in (self.ns["x"], self.ns["y"])]
+            if not namespaced:
+                return
+            oid, obj = namespaced[target % len(namespaced)]
+            other = self.ns["y"] if oid.namespace == self.ns["x"] else self.ns["x"]
+            meta = {"name": oid.name, "namespace": other, "labels": dict(H.labels_of(obj)),
+                    "annotations": dict(H.annotations_of(obj))}
+            body = {"apiVersion": obj["apiVersion"], "kind": oid.kind, "metadata": meta}
+            for field in ("data", "spec"):
+                if field in obj:
+                    body[field] = obj[field]
+            c.create(H.collection_path(oid.group, oid.kind, other), body)
+        elif op in ("edit", "unlabel", "ignore", "delete", "relabel"):
             if not owned:
                 return
-            oid, _obj = owned[target % len(owned)]
+            oid, obj = owned[target % len(owned)]
             if op == "delete":
                 c.delete(H.object_path(oid))
                 return
             if op == "unlabel":
                 body = {"metadata": {"labels": {STACK_LABEL: None}}}
+            elif op == "relabel":  # someone moves it to the other stack by hand (the mark stays the old one)
+                mine = H.labels_of(obj).get(STACK_LABEL)
+                body = {"metadata": {"labels": {STACK_LABEL: self.stack["b"] if mine == self.stack["a"] else self.stack["a"]}}}
             elif op == "ignore":
                 body = {"metadata": {"annotations": {IGNORE_ANNOTATION: "true"}}}
             elif oid.kind == "ConfigMap":
@@ -383,35 +401,34 @@ class Sequence:
 
 
 def run_batch(kube, steps, stats):
-    client = H.client_for(kube.kubeconfig)
+    client, discovery = _connection(kube)
     seq = None
     try:
-        discovery = _discovery(kube, client)
         seq = Sequence(client, discovery, stats, sim=kube.sim)
         seq.run(steps)
     finally:
         if seq is not None:
             with contextlib.suppress(Exception):
                 seq.cleanup()
-        client.close()
 
 
-_DISCOVERY = {}
+_CONNECTIONS = {}
 
 
-def _discovery(kube, client):
+def _connection(kube):
+    """One client and one discovery per cluster (loading credentials per sequence costs more than a sync)."""
     key = kube.kubeconfig
-    if key not in _DISCOVERY:
+    if key not in _CONNECTIONS:
+        client = H.client_for(kube.kubeconfig)
         H.ensure_crd(client)
         d = Discovery(client)
         deadline = time.time() + 60
         while d.index.lookup(H.CR_GROUP, "Widget") is None and time.time() < deadline:
-            time.sleep(0.5)
+            time.sleep(0.2)
             d.refresh()
-        _DISCOVERY[key] = d
-    d = _DISCOVERY[key]
-    d.client = client
-    return d
+        _CONNECTIONS.clear()  # the previous module's simulator is gone
+        _CONNECTIONS[key] = (client, d)
+    return _CONNECTIONS[key]
 
 
 def _settings(n):
@@ -427,6 +444,7 @@ SIM_STATS = Stats()
 
 
 @pytest.mark.slow
+@pytest.mark.sim_only
 @_settings(EXAMPLES)
 @given(steps=sequence)
 def test_prune_safety_simulator(kubesim, steps):
@@ -434,6 +452,7 @@ def test_prune_safety_simulator(kubesim, steps):
     run_batch(kubesim, steps, SIM_STATS)
 
 
+@pytest.mark.sim_only
 def test_prune_safety_simulator_figures(kubesim):
     """Runs after the batch above (file order): record and check the figures."""
     if SIM_STATS.sequences == 0:

@@ -169,8 +169,6 @@ def test_no_token_or_secret_value_in_vvv_output_results_or_cluster(verbose_run):
 
 
 @pytest.mark.sim_only
-@pytest.mark.xfail(strict=True, reason="the module prints its `host` option, URL credentials included, in the -vvv "
-                   "invocation (module_args); module_utils/common.py StackModule must redact user:password@ in host/proxy")
 def test_no_url_credentials_in_vvv_output_results_or_cluster(verbose_run):
     """``host: https://user:password@...``: the password never shows up anywhere."""
     where = _where(verbose_run, verbose_run["url_password"])
@@ -307,3 +305,21 @@ def test_lookup_plugin_refuses_escapes_through_ansible(tmp_path):
     assert dotdot.get("failed") and "outside the checkout" in dotdot["msg"], dotdot
     assert symlink.get("failed") and "outside the checkout" in symlink["msg"] and "evil.yaml" in symlink["msg"], symlink
     assert "stolen" not in json.dumps([dotdot, symlink]).replace("stolen.yaml", "")
+
+
+@pytest.mark.parametrize("url", [
+    "https://deploy-bot:ghp_T0kenValue123@github.com/acme/cluster-config.git",
+    "https://ghp_T0kenValue123@github.com/acme/cluster-config.git",
+    "ssh://git:ghp_T0kenValue123@git.example.com:2222/acme/cluster-config",
+    "https://oauth2:ghp_T0kenValue123@gitlab.example.com/group/sub/cluster-config.git",
+])
+def test_stack_name_from_a_url_never_carries_its_credentials(url):
+    """The default stack name (a label value on every object) is derived from the repo URL."""
+    from ansible_collections.stacksync.k8s.plugins.filter.redact_url import redact_url_filter
+    from ansible_collections.stacksync.k8s.plugins.filter.stack_name import stack_name_filter
+
+    for path in ("", "clusters/prod"):
+        name = stack_name_filter(url, path)
+        assert "T0kenValue" not in name and "deploy-bot" not in name, name
+        assert H.valid_label_value(name), name
+    assert "T0kenValue" not in redact_url_filter(f"cloning {url} failed")
