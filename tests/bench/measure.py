@@ -1,4 +1,7 @@
-"""Run one command and measure it: wall seconds and peak memory of its whole process tree.
+"""Run one command and measure it: wall and CPU seconds and peak memory of its whole process tree.
+
+CPU seconds (user + system of the whole tree) depend much less on the machine's load than wall
+seconds do.
 
 ``getrusage(RUSAGE_CHILDREN)`` only gives the largest single descendant ever waited for, so the
 tree is sampled from /proc instead: peak of the summed RSS (an upper bound: pages shared by forked
@@ -7,6 +10,7 @@ the processes sharing them), and the largest single process.
 """
 
 import os
+import resource
 import subprocess
 import threading
 import time
@@ -84,8 +88,9 @@ class MemoryPeak:
 class Run:
     """Outcome of one measured command."""
 
-    def __init__(self, argv, returncode, seconds, memory, log, load):
+    def __init__(self, argv, returncode, seconds, cpu, memory, log, load):
         self.argv = argv
+        self.cpu = cpu
         self.load = load
         self.returncode = returncode
         self.seconds = seconds
@@ -105,6 +110,7 @@ class Run:
 def run(argv, env, log, cwd=None, timeout=3600):
     """Run ``argv`` with output to the file ``log``; returns a :class:`Run`."""
     load = round(os.getloadavg()[0], 1)  # the machine is shared: say how busy it was
+    before = _children_cpu()
     with open(log, "w") as out:
         start = time.monotonic()
         proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
@@ -116,4 +122,10 @@ def run(argv, env, log, cwd=None, timeout=3600):
             returncode = proc.wait()
         seconds = time.monotonic() - start
         memory.stop()
-    return Run(argv, returncode, round(seconds, 2), memory, log, load)
+    return Run(argv, returncode, round(seconds, 2), round(_children_cpu() - before, 2), memory, log, load)
+
+
+def _children_cpu():
+    """User + system CPU seconds of every descendant waited for so far (a run's tree, once it ended)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime

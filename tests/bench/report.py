@@ -40,7 +40,7 @@ def _extrapolate(record, state, stride):
 
 def record(tool, scenario, note, state, run, counts, ctx, commit):
     rec = dict(tool=tool.name, label=tool.label, scenario=scenario, note=note, objects=len(state.entries),
-               kinds=len(manifests.kinds(state.entries)), commit=commit, ok=run.ok, seconds=run.seconds,
+               kinds=len(manifests.kinds(state.entries)), commit=commit, ok=run.ok, seconds=run.seconds, cpu_seconds=run.cpu,
                requests=counts["verbs"], requests_by_resource=counts["resources"], rss_mb=run.rss_mb, pss_mb=run.pss_mb,
                max_proc_mb=run.max_proc_mb, changed=state.changed if scenario == "changed" else 0,
                removed=state.removed if scenario == "removed" else 0, pruning=ctx.peer_prune or tool.name.startswith("stacksync"),
@@ -89,14 +89,16 @@ def _verbs(requests):
 
 
 def markdown(results):
-    lines = ["| scenario | tool | objects | wall s | x stacksync | API requests | by verb | peak RSS tree MB | peak PSS MB | load |",
-             "|---|---|---:|---:|---:|---:|---|---:|---:|---:|"]
+    lines = ["| scenario | tool | objects | wall s | x stacksync | CPU s | API requests | by verb | peak RSS tree MB | peak PSS MB "
+             "| load |",
+             "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     order = {s: i for i, s in enumerate(results["scenarios"])}
     for r in sorted(results["records"], key=lambda r: (order[r["scenario"]], results["tools"].index(r["tool"]))):
         est = "~" if r["estimated"] else ""
         seconds = f"{est}{r['seconds']:.2f}" if r["ok"] else "failed"
         ratio = "" if r["ratio"] is None else f"{est}{r['ratio']:.1f}"
-        lines.append(f"| {r['scenario']} | {r['tool']} | {r['objects']} | {seconds} | {ratio} | {est}{r['requests_total']} | "
+        cpu = f"{r['cpu_seconds']:.1f}" if not r["estimated"] else f"({r['cpu_seconds']:.1f})"
+        lines.append(f"| {r['scenario']} | {r['tool']} | {r['objects']} | {seconds} | {ratio} | {cpu} | {est}{r['requests_total']} | "
                      f"{_verbs(r['requests'])} | {r['rss_mb']:.0f} | {r['pss_mb']:.0f} | {r['load_avg']:.1f} |")
     lines.append("")
     lines.append("Targets (issue 7):")

@@ -28,8 +28,11 @@ def test_ansible_doc_renders_without_warnings(plugin_type):
         env={**os.environ, "ANSIBLE_DEPRECATION_WARNINGS": "true"},
     )
     assert proc.returncode == 0, proc.stderr
-    assert "WARNING" not in proc.stderr, proc.stderr
-    assert "ERROR" not in proc.stderr, proc.stderr
+    # ansible-core 2.21's `ansible-doc -t role` warns about its own internal collection
+    # (ansible/_internal/.../_protomatter has no MANIFEST.json): not about anything of ours.
+    stderr = "\n".join(line for line in proc.stderr.splitlines() if "ansible/_internal/ansible_collections" not in line)
+    assert "WARNING" not in stderr, stderr
+    assert "ERROR" not in stderr, stderr
     for name in names:
         assert name in proc.stdout
     if plugin_type != "role":
