@@ -88,7 +88,7 @@ test-py312: install
 	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VENV312)/bin/python -m pytest -q -p no:cacheprovider tests/unit
 
 pytest: install
-	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) tests
+	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m pytest -p no:cacheprovider --durations=15 $(PYTEST_ARGS) tests
 
 # Order matters: the last thing printed is the test runner's summary line.
 test: install sanity lint ruff test-py312 pytest

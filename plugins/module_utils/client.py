@@ -225,23 +225,30 @@ class KubeClient:
 
     def list(self, path, label_selector=None, limit=500):
         """All items of a collection (follows ``continue``); items get ``apiVersion``/``kind`` set."""
+        items = []
+        for page in self.pages(path, label_selector, limit):
+            items.extend(page)
+        return items
+
+    def pages(self, path, label_selector=None, limit=500):
+        """The items of a collection page by page (a generator: stop early to read no further pages)."""
         params = {"limit": str(limit)}
         if label_selector:
             params["labelSelector"] = label_selector
-        items = []
         while True:
             page = self.get(path, params)
             kind = page.get("kind") or ""
             if kind.endswith("List"):
                 kind = kind[:-4]
-            for item in page.get("items") or []:
+            items = page.get("items") or []
+            for item in items:
                 item.setdefault("apiVersion", page.get("apiVersion"))
                 item.setdefault("kind", kind)
-                items.append(item)
+            yield items
             token = (page.get("metadata") or {}).get("continue")
             if not token:
-                return items
-            params["continue"] = token
+                return
+            params = dict(params, **{"continue": token})
 
     def apply(self, path, manifest, field_manager, force=False, dry_run=False, with_status=False):
         """Server-side apply (``PATCH`` with ``application/apply-patch+yaml``; JSON is valid YAML).

@@ -48,8 +48,11 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
     label,
     live_identity,
     normalize_secret,
+    origin,
     owned_by,
     resolve_identity,
+    size_problem,
+    source_of,
     stack_checksum,
     stamp,
     strip_source,
@@ -74,9 +77,9 @@ class StackError(Exception):
 class Desired:
     """One desired object after preparation."""
 
-    __slots__ = ("checksum", "from_crd", "ignored", "index", "info", "manifest", "oid", "recreate")
+    __slots__ = ("checksum", "from_crd", "ignored", "index", "info", "manifest", "oid", "recreate", "source")
 
-    def __init__(self, oid, info, manifest, index, from_crd=False):
+    def __init__(self, oid, info, manifest, index, from_crd=False, source=None):
         self.oid = oid
         self.info = info
         self.manifest = manifest
@@ -85,6 +88,12 @@ class Desired:
         self.recreate = wants_recreate(manifest)
         self.index = index
         self.from_crd = from_crd
+        self.source = source  # the lookup's "path#document", for messages (the annotation is stripped)
+
+
+def _named(d):
+    """``Kind ns/name``, with the file it came from when the lookup said so."""
+    return "%s (from %s)" % (d.oid, d.source) if d.source else str(d.oid)
 
 
 def _ref(oid, api_version, **extra):
@@ -215,13 +224,14 @@ class StackManager:
             except ManifestError as e:
                 errors.append(str(e))
                 continue
-            manifests.append((i, strip_source(raw)))
+            # the source annotation never reaches the cluster or the checksum, but names the file in errors
+            manifests.append((i, source_of(raw), strip_source(raw)))
         if errors:
             raise StackError("invalid manifests: " + "; ".join(errors[:20]))
 
         # kinds defined by CRDs in this same stack (served once the CRD is Established)
         crd_kinds = {}
-        for _i, m in manifests:
+        for _index, _source, m in manifests:
             if m.get("kind") == "CustomResourceDefinition" and split_api_version(m["apiVersion"])[0] == "apiextensions.k8s.io":
                 spec = m.get("spec") or {}
                 names = spec.get("names") or {}
@@ -233,7 +243,7 @@ class StackManager:
 
         desired = []
         seen = {}
-        for i, m in manifests:
+        for i, src, m in manifests:
             group, version = split_api_version(m["apiVersion"])
             kind = m["kind"]
             from_crd = False
@@ -244,21 +254,27 @@ class StackManager:
                 try:
                     info = self.discovery.resolve(group, kind, version)
                 except UnknownKind as e:
-                    errors.append("%s: %s" % (describe(m, i), e))
+                    errors.append("%s: %s" % (describe(m, i, src), e))
                     continue
             if not info.can("patch"):
-                errors.append("%s: the API does not allow server-side apply (patch) on %s" % (describe(m, i), info.plural))
+                errors.append("%s: the API does not allow server-side apply (patch) on %s" % (describe(m, i, src),
+                                                                                              info.plural))
                 continue
+            what = describe(m, i, src)  # before resolve_identity fills in the default namespace
             oid, warning = resolve_identity(m, info, self.namespace)
             if warning:
-                changeset.warn(warning)
+                changeset.warn("%s (%s)" % (warning, origin(i, src)))
             if oid in seen:
-                errors.append("duplicate object %s (resources[%d] and resources[%d])" % (oid, seen[oid], i))
+                errors.append("duplicate object %s (%s and %s)" % (oid, origin(*seen[oid]), origin(i, src)))
                 continue
-            seen[oid] = i
+            seen[oid] = (i, src)
             if is_secret(oid):
                 normalize_secret(m)
-            desired.append(Desired(oid, info, m, i, from_crd))
+            too_large = size_problem(m, oid)
+            if too_large:
+                errors.append("%s: %s" % (what, too_large))
+                continue
+            desired.append(Desired(oid, info, m, i, from_crd, src))
         if errors:
             raise StackError("cannot sync stack %r: %s" % (self.stack, "; ".join(errors[:20])))
         return desired
@@ -398,12 +414,12 @@ class StackManager:
         return to_apply, candidates
 
     def _shared(self, desired, snap, changeset):
-        shared = [(d.oid, snap.others[d.oid]) for d in desired if d.oid in snap.others and not d.ignored]
+        shared = [(d, snap.others[d.oid]) for d in desired if d.oid in snap.others and not d.ignored]
         if shared and self.fail_on_shared:
             raise StackError("objects belong to other stacks (fail_on_shared is set): " + "; ".join(
-                "%s (stack %r)" % (oid, other) for oid, other in shared[:20]))
-        for oid, other in shared:
-            changeset.warn("%s belonged to stack %r; stack %r takes it over" % (oid, other, self.stack))
+                "%s (stack %r)" % (_named(d), other) for d, other in shared[:20]))
+        for d, other in shared:
+            changeset.warn("%s belonged to stack %r; stack %r takes it over" % (_named(d), other, self.stack))
 
     def _record_fields(self, desired, snap, remaining_gks, pruned_ok):
         """What the record should say at the end of the run."""
@@ -447,7 +463,7 @@ class StackManager:
             if dry_run and e.is_not_found and d.oid.namespace and ('namespaces "%s" not found' % d.oid.namespace) in e.message:
                 # check mode: the namespace may come from another source of the same sync; report, don't fail
                 self._dry_run_notes.append("%s: namespace %s does not exist (yet); the dry run could not check this "
-                                           "object" % (d.oid, d.oid.namespace))
+                                           "object" % (_named(d), d.oid.namespace))
                 return "created", None, None
             return None, None, "%s: apply failed: %s" % (d.oid, e.describe())
         if live is None and status == 201:
@@ -586,24 +602,38 @@ class StackManager:
                 return None
             return "delete refused: %s" % e.describe()
 
+    def _namespace_blockers(self, namespace, prune_ids):
+        """Objects in ``namespace`` other than ours and the cluster's own: ``[ObjectId]`` (some, not
+        necessarily all: the scan stops once it found any), or None if some kind cannot be listed.
+
+        Every listable namespaced kind of discovery is read, likely holders first; a kind stops at
+        its first page holding a foreign object and the second round is skipped if the first found one.
+        """
+        def fetch(info):
+            try:
+                for page in self.client.pages(info.collection_path(namespace)):
+                    found = planner.namespace_blockers(namespace, [(live_identity(o, info), o) for o in page], prune_ids)
+                    if found:
+                        return found
+                return []
+            except ApiError as e:
+                if e.is_not_found or e.status == 405:
+                    return []
+                return None
+
+        for infos in planner.namespace_scan_rounds(self.discovery.index.listable()):
+            results = self._map(fetch, infos)
+            if any(found is None for found in results):
+                return None
+            blockers = [b for found in results for b in found]
+            if blockers:
+                return blockers
+        return []
+
     def _contents_blockers(self, oid, prune_ids):
         """For a Namespace or CRD we would delete: what else would its deletion take with it?"""
         if oid.group_kind == planner.NAMESPACE_GK:
-            infos = [i for i in self.discovery.index.listable() if i.namespaced]
-
-            def fetch(info):
-                try:
-                    return [(live_identity(o, info), o) for o in self.client.list(info.collection_path(oid.name))]
-                except ApiError as e:
-                    if e.is_not_found or e.status == 405:
-                        return []
-                    return None
-            objects = []
-            for found in self._map(fetch, infos):
-                if found is None:
-                    return None
-                objects.extend(found)
-            return planner.namespace_blockers(oid.name, objects, prune_ids)
+            return self._namespace_blockers(oid.name, prune_ids)
         if oid.group_kind == planner.CRD_GK:
             crd = self.client.get_or_none("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + oid.name)
             if crd is None:

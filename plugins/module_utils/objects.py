@@ -54,6 +54,16 @@ PATH_SEGMENT_NAME_KINDS = frozenset([
     ("rbac.authorization.k8s.io", "RoleBinding"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
 ])
 MARK_LENGTH = 20
+#: kube-apiserver refuses a request body larger than this (413 "Request entity too large: limit is 3145728").
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+#: etcd's default ``--max-request-bytes``: an object whose stored form is larger cannot be written
+#: ("etcdserver: request is too large"; the API server's own etcd client stops at 2 MiB anyway).
+MAX_OBJECT_BYTES = 1536 * 1024
+#: ConfigMap data + binaryData, Secret data: at most 1 MiB of values (keys not counted), as the API
+#: server validates it ("Too long: may not be more than 1048576 bytes").
+MAX_DATA_BYTES = 1024 * 1024
+#: room for what :func:`stamp` adds after the size check (stack label, checksum, owner mark).
+STAMP_ALLOWANCE = 512
 
 
 class ManifestError(ValueError):
@@ -77,18 +87,36 @@ def valid_label_key(key):
     return len(name) <= 63 and bool(LABEL_NAME_RE.match(name))
 
 
-def describe(manifest, index=None):
-    """Short human name of a manifest for error messages (``Kind ns/name`` or ``document N``)."""
+def source_of(manifest):
+    """The lookup's ``stacksync.io/source`` annotation (``path#document``) of a manifest, or None."""
+    meta = manifest.get("metadata") if isinstance(manifest, dict) else None
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    src = annotations.get(SOURCE_ANNOTATION) if isinstance(annotations, dict) else None
+    return src if isinstance(src, str) and src else None
+
+
+def origin(index=None, source=None):
+    """Where a manifest came from: ``from <path>#<doc>`` or ``resources[N]`` (or None)."""
+    if source:
+        return "from %s" % source
+    if index is not None:
+        return "resources[%d]" % index
+    return None
+
+
+def describe(manifest, index=None, source=None):
+    """Short human name of a manifest for error messages: ``Kind ns/name (from path#doc)``, or with
+    ``resources[N]`` when the manifest did not come through the lookup. ``source`` overrides the
+    annotation (the module strips it before validating identity and scope)."""
     if not isinstance(manifest, dict):
-        return "document %s" % index if index is not None else "document"
+        where = origin(index, source or source_of(manifest))
+        return "document (%s)" % where if where else "document"
     meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
-    src = (meta.get("annotations") or {}).get(SOURCE_ANNOTATION) if isinstance(meta.get("annotations"), dict) else None
     name = "%s %s%s" % (manifest.get("kind") or "?", (str(meta.get("namespace")) + "/") if meta.get("namespace") else "",
                         meta.get("name") or "?")
-    if src:
-        name += " (from %s)" % src
-    elif index is not None:
-        name += " (resources[%d])" % index
+    where = origin(index, source or source_of(manifest))
+    if where:
+        name += " (%s)" % where
     return name
 
 
@@ -152,6 +180,52 @@ def validate_manifest(manifest, index=None):
             if field == "labels" and not valid_label_value(v):
                 raise ManifestError("%s: invalid label value %r for %r (at most 63 characters: letters, digits, "
                                     "'-', '_', '.', beginning and ending with a letter or digit)" % (what, v, k))
+
+
+def _base64_length(value):
+    """Decoded length of base64 ``value`` without decoding it (the server rejects invalid base64 anyway)."""
+    value = value.strip()
+    return max(len(value) * 3 // 4 - (len(value) - len(value.rstrip("="))), 0)
+
+
+def data_size(manifest, oid):
+    """Bytes of ConfigMap ``data`` + ``binaryData`` / Secret ``data`` values as the API server counts
+    them (UTF-8 text, decoded base64), or None for other kinds. Secrets must be normalized first."""
+    if oid.group != "" or oid.kind not in ("ConfigMap", "Secret"):
+        return None
+    total = 0
+    for field, encoded in (("data", oid.kind == "Secret"), ("binaryData", True)):
+        values = manifest.get(field)
+        if not isinstance(values, dict):
+            continue
+        for value in values.values():
+            text = value if isinstance(value, str) else json.dumps(value)
+            total += _base64_length(text) if encoded else len(text.encode("utf-8"))
+    return total
+
+
+def size_problem(manifest, oid):
+    """Why the API server would refuse ``manifest`` for its size (checked before any write), or None.
+
+    ``manifest`` is the prepared object (namespace resolved, Secret ``stringData`` folded into
+    ``data``), serialized as the client sends it.
+    """
+    data = data_size(manifest, oid)
+    if data is not None and data > MAX_DATA_BYTES:
+        return ("%s data is too large: %d bytes, the API server allows at most %d bytes (\"Too long: may not be "
+                "more than %d bytes\")" % (oid.kind, data, MAX_DATA_BYTES, MAX_DATA_BYTES))
+    # the request body as the client sends it (ASCII JSON: non-ASCII characters escaped)
+    sent = len(json.dumps(manifest, separators=(",", ":"))) + STAMP_ALLOWANCE
+    if sent > MAX_REQUEST_BYTES:
+        return ("object is too large: about %d bytes of JSON in the request, more than the API server's request "
+                "size limit of %d bytes" % (sent, MAX_REQUEST_BYTES))
+    if sent > MAX_OBJECT_BYTES:
+        # what the server stores (UTF-8, no escapes)
+        stored = len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) + STAMP_ALLOWANCE
+        if stored > MAX_OBJECT_BYTES:
+            return ("object is too large: about %d bytes, more than the %d bytes etcd stores in one request by default "
+                    "(the API server would answer 'etcdserver: request is too large')" % (stored, MAX_OBJECT_BYTES))
+    return None
 
 
 def strip_source(manifest):

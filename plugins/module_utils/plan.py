@@ -93,6 +93,28 @@ def cluster_provided(oid, obj, services_pruned=()):
     return oid.group == "" and oid.kind == "Endpoints" and oid.name in services_pruned
 
 
+#: Namespaced kinds whose objects are all the cluster's own (see :func:`cluster_provided`): a
+#: namespace's Events never keep it from being pruned, so they are not even listed.
+NEVER_BLOCKING_KINDS = frozenset([("", "Event"), ("events.k8s.io", "Event")])
+#: Namespaced kinds that most often hold someone else's objects: listed first, so a namespace still
+#: in use is usually recognised after one round of requests (the others are listed only if none of
+#: these holds a foreign object).
+LIKELY_BLOCKING_KINDS = frozenset([
+    ("", "ConfigMap"), ("", "Secret"), ("", "ServiceAccount"), ("", "Service"), ("", "Pod"),
+    ("", "PersistentVolumeClaim"), ("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"),
+    ("batch", "Job"), ("batch", "CronJob"), ("networking.k8s.io", "Ingress"),
+    ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "RoleBinding"),
+])
+
+
+def namespace_scan_rounds(infos):
+    """The namespaced resources to list to find what a namespace holds, in two rounds (likely first);
+    kinds that cannot block (:data:`NEVER_BLOCKING_KINDS`) are left out. Each kind is listed once."""
+    infos = [i for i in infos if i.namespaced and i.group_kind not in NEVER_BLOCKING_KINDS]
+    first = [i for i in infos if i.group_kind in LIKELY_BLOCKING_KINDS]
+    return [first, [i for i in infos if i.group_kind not in LIKELY_BLOCKING_KINDS]]
+
+
 def namespace_blockers(namespace, objects, prune_ids):
     """Objects in ``namespace`` that keep it from being pruned: ``[ObjectId]``.
 

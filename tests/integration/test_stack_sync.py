@@ -332,6 +332,41 @@ def test_namespace_holding_foreign_objects_is_not_pruned(client, record_ns):
         delete_quietly(client, "/api/v1/namespaces/" + name)
 
 
+def test_namespace_contents_check_lists_each_kind_once_and_stops_early(client, record_ns, monkeypatch):
+    """Pruning a Namespace lists its contents: each namespaced kind at most once (Events never), and
+    none beyond the likely holders once one of them holds a foreign object."""
+    stack, name = "nsq-" + uid(), "ss-nsq-" + uid()
+    inside = f"/namespaces/{name}/"
+    lists = []
+    real_get = client.get
+
+    def counting_get(path, params=None):
+        if inside in path and not path.startswith("/api/v1/namespaces/" + name + "/configmaps/"):
+            lists.append(path)
+        return real_get(path, params)
+
+    try:
+        sync(client, record_ns, stack, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, cm("mine", name)])
+        client.create(f"/api/v1/namespaces/{name}/configmaps", cm("users-own", name))
+        monkeypatch.setattr(client, "get", counting_get)
+        r = sync(client, record_ns, stack, [], allow_empty=True)
+        assert "users-own" in dict((e["name"], e["reason"]) for e in r.skipped)[name]
+        assert len(lists) == len(set(lists)) and not any("/events" in p for p in lists), lists
+        assert len(lists) <= 14, lists  # the likely holders only (the old scan listed ~40 kinds)
+        first = len(lists)
+        del lists[:]
+        monkeypatch.setattr(client, "get", real_get)
+        client.delete(cm_path(name, "users-own"))
+        monkeypatch.setattr(client, "get", counting_get)
+        r = sync(client, record_ns, stack, [], allow_empty=True)
+        assert names(r.pruned) == [("Namespace", None, name)]
+        # an empty namespace: every other listable namespaced kind is read, once
+        assert len(lists) == len(set(lists)) > first and not any("/events" in p for p in lists), lists
+    finally:
+        monkeypatch.setattr(client, "get", real_get)
+        delete_quietly(client, "/api/v1/namespaces/" + name)
+
+
 def test_immutable_field_fails_then_recreates(client, record_ns, ns):
     stack = "imm-" + uid()
     obj = cm("frozen", ns, a="1")

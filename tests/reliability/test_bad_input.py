@@ -51,14 +51,7 @@ EXPECT = {
 MAX_FILE_SIZE = {"oversize-file": 2048}
 
 # Bugs these tests found (issue 9), marked strict so a fix makes the marker fail and get removed.
-BUG_SOURCE = ("module_utils/manager.py StackManager.prepare strips the stacksync.io/source annotation before building "
-              "error messages, so errors say 'resources[N]' instead of the file")
-BUG_HUGE = ("module: a 3 MiB document is applied (nothing checks object size before the first write; the simulator "
-            "accepts it too, a real API server answers 422 'Too long' / 413 after the other objects were applied)")
-KNOWN = {
-    ("error", "unknown-kind"): BUG_SOURCE,
-    ("dangerous", "huge-document"): BUG_HUGE,
-}
+KNOWN = {}
 
 
 def cases_for(test, names):

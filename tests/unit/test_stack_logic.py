@@ -259,3 +259,15 @@ def test_readiness_rules():
     rules = compile_conditions([{"kind": "ConfigMap", "group": None, "expression": "data.ok == 'yes'"}])
     assert not is_ready(ObjectId("", "ConfigMap", "n", "c"), {"data": {}}, rules)
     assert is_ready(ObjectId("", "ConfigMap", "n", "c"), {"data": {"ok": "yes"}}, rules)
+
+
+def test_namespace_scan_rounds_skip_events_and_put_likely_holders_first():
+    verbs = ("list", "delete")
+    infos = [ResourceInfo("", "v1", "Event", "events", True, verbs),
+             ResourceInfo("events.k8s.io", "v1", "Event", "events", True, verbs),
+             ResourceInfo("", "v1", "ConfigMap", "configmaps", True, verbs),
+             ResourceInfo("", "v1", "Namespace", "namespaces", False, verbs),
+             ResourceInfo("example.com", "v1", "Widget", "widgets", True, verbs),
+             ResourceInfo("apps", "v1", "Deployment", "deployments", True, verbs)]
+    first, rest = p.namespace_scan_rounds(infos)
+    assert [i.kind for i in first] == ["ConfigMap", "Deployment"] and [i.kind for i in rest] == ["Widget"]
