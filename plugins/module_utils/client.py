@@ -47,6 +47,11 @@ WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 
 
+def _certificate_rejected(error):
+    """True for a TLS certificate verification failure (as opposed to a dropped or reset connection)."""
+    return isinstance(error, urllib3.exceptions.SSLError) and "certificate verify failed" in str(error).lower()
+
+
 class ApiError(Exception):
     """An API request failed. ``status`` is the HTTP status (0 for connection errors)."""
 
@@ -177,6 +182,9 @@ class KubeClient:
                 resp = self._pool.request(method, url, body=data, headers=headers, retries=False,
                                           preload_content=True, redirect=False)
             except urllib3.exceptions.HTTPError as e:
+                if _certificate_rejected(e):  # not transient: retrying only delays the same answer
+                    raise ApiError(0, "TLSError", "%s %s: the server's TLS certificate was rejected (check ca_cert / "
+                                   "validate_certs): %s" % (method, path, _safe(e)), None, method, path) from None
                 if attempt >= self.max_attempts:
                     raise ApiError(0, "ConnectionError", "%s %s: %s" % (method, path, _safe(e)), None, method, path) from None
                 self._pause(attempt, None)

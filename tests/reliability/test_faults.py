@@ -340,5 +340,41 @@ def test_rbac_limited_applies_what_it_may_and_deletes_nothing_unverified(kubesim
     # it never tried to delete what it could not list
     assert not [e for e in entries if e["method"] == "DELETE" and e["resource"] in ("secrets", "serviceaccounts")]
     limited.close()
+    # what it could not verify or delete stays recorded as the stack's: a run with full rights prunes it
+    cs, err = H.sync(admin, stack, desired(False), namespace=ns, record_namespace=ns)
+    assert err is None, err
+    assert admin.get_or_none(f"/api/v1/namespaces/{other_ns}/secrets/s-gone") is None
+    assert admin.get_or_none(f"/api/v1/namespaces/{ns}/serviceaccounts/sa-gone") is None
+    assert admin.get_or_none("/apis/rbac.authorization.k8s.io/v1/clusterroles/" + cr) is None
+    assert admin.get_or_none(f"/api/v1/namespaces/{ns}/secrets/s-keep") is not None
     H.delete_quietly(admin, "/api/v1/namespaces/" + other_ns)
     H.delete_quietly(admin, "/apis/rbac.authorization.k8s.io/v1/clusterroles/" + cr)
+
+
+def test_lease_create_whose_response_is_lost_does_not_lock_out_its_own_run(kubesim, admin, ns):
+    """The Lease POST reaches the server but the answer is lost (connection reset after the write, a
+    case the simulator's dropped connections -- which drop before handling -- do not cover): the
+    client retries, gets 409, and the run must recognise the Lease as its own instead of waiting for
+    itself until lock_timeout."""
+    import urllib3
+
+    stack = "lostresp-" + ns
+    pool = admin._pool
+    real = pool.request
+    lost = []
+
+    def request(method, url, *args, **kwargs):
+        resp = real(method, url, *args, **kwargs)
+        if method == "POST" and "/leases" in url and not lost:
+            lost.append(url)
+            raise urllib3.exceptions.ProtocolError("Connection aborted (response lost after the write)")
+        return resp
+
+    pool.request = request
+    try:
+        started = time.time()
+        _cs, err = H.sync(admin, stack, cms(ns, ["l0"]), namespace=ns, record_namespace=ns, lock_timeout=5)
+    finally:
+        pool.request = real
+    assert lost, "the Lease was never created"
+    assert err is None, f"{err} (after {time.time() - started:.1f} s)"

@@ -42,6 +42,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import owner_mark
+from ansible_collections.stacksync.k8s.plugins.module_utils.record import object_name
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -96,6 +97,8 @@ class Stats:
         self.wrongly_deleted = 0
         self.oob = 0
         self.refused_empty = 0
+        self.faults = 0
+        self.leases_left = 0
 
 
 class Sequence:
@@ -104,8 +107,12 @@ class Sequence:
     _counter = itertools.count()
     _run = uuid.uuid4().hex[:4]
 
-    def __init__(self, client, discovery, stats, sim=None):
+    def __init__(self, client, discovery, stats, sim=None, faults=None):
         self.sim = sim
+        self.faults = list(faults or [])  # one per sync (cycled); None: no fault
+        self._backoff = client.backoff
+        if self.faults:
+            client.backoff = 0.002  # the retries themselves are what is tested, not their pauses
         self.p = f"r{self._run}{next(self._counter)}"
         self.client = client
         self.discovery = discovery
@@ -130,6 +137,7 @@ class Sequence:
 
     def cleanup(self):
         self.client.request = self._orig_request
+        self.client.backoff = self._backoff
         for key in ("x", "y", "z"):
             H.delete_quietly(self.client, "/api/v1/namespaces/" + self.ns[key])
         snap = self.snapshot()
@@ -319,16 +327,38 @@ class Sequence:
         self.stats.oob += 1
 
     # -- one sync and its invariants ------------------------------------------------------------
-    def sync_and_check(self, repo, s, before):
+    def _inject(self):
+        """Script this sync's fault (if any) into the simulator."""
+        if not self.faults:
+            return None
+        fault = self.faults[self.stats.syncs % len(self.faults)]
+        if fault is not None:
+            code, verb, count = fault
+            self.sim.fail_next(count, code=0 if code == "drop" else code, verb=verb, retry_after=0, drop=code == "drop")
+            self.stats.faults += count
+        return fault
+
+    def sync_and_check(self, repo, s, before, fault_free=False):
         desired = self.desired(repo, s)
         desired_ids = {oid for oid, _m in desired}
         by_path = {H.object_path(oid): (oid, obj) for oid, obj in before.items()}
         self.deletes = []
+        fault = None if fault_free else self._inject()
         cs, err = H.sync(self.client, self.stack[s], [m for _oid, m in desired], namespace=self.default_ns[s],
-                         record_namespace=self.ns["x"], discovery=self.discovery)
+                         record_namespace=self.ns["x"], discovery=self.discovery, lock_timeout=5 if self.faults else 30)
+        if self.faults:
+            self.sim.configure_faults()  # drop what the run did not consume
+            # a fault on the Lease's release DELETE leaves the Lease held until it expires (60 s, by design):
+            # let it expire now instead of waiting
+            lease = "/apis/coordination.k8s.io/v1/namespaces/{}/leases/{}".format(self.ns["x"], object_name(self.stack[s]))
+            if self.client.get_or_none(lease) is not None:
+                self.stats.leases_left += 1
+                H.delete_quietly(self.client, lease)
         after = self.snapshot()
         self.stats.syncs += 1
-        context = f"stack {self.stack[s]}, desired {sorted(map(str, desired_ids))}, error {err}"
+        context = f"stack {self.stack[s]}, desired {sorted(map(str, desired_ids))}, fault {fault}, error {err}"
+        if cs is not None and cs.errors:  # an apply failed: nothing may have been deleted (Leases aside)
+            assert not [p for p in self.deletes if "/leases/" not in p], f"pruned after a failed apply: {context}"
 
         # 1. every DELETE targeted a prunable object of this stack
         for path in self.deletes:
@@ -349,9 +379,12 @@ class Sequence:
 
         if not desired:
             # an empty render never prunes
-            assert err is not None and "empty" in str(err), context
+            assert err is not None and ("empty" in str(err) or fault), context
             self.stats.refused_empty += 1
             return after
+        if err is not None and fault is not None:
+            self.stats.failed_syncs += 1
+            return after  # a fault made it fail: the final fault-free sync must converge
         if err is not None:
             self.stats.failed_syncs += 1
             assert not (cs and cs.pruned), f"a failed run pruned: {context}"
@@ -378,6 +411,8 @@ class Sequence:
                 continue
             if (obj.get("metadata") or {}).get("deletionTimestamp"):
                 continue  # being deleted (foreground / finalizers on a real cluster)
+            if fault is not None:
+                continue  # a refused list or delete leaves it for the next run (checked by the final sync)
             pytest.fail(f"{oid} is {self.stack[s]}'s, not desired and not protected, but was not pruned; {context}")
         return after
 
@@ -397,14 +432,19 @@ class Sequence:
                 snap = self.snapshot()
             for s in st_["order"]:
                 snap = self.sync_and_check(st_["repo"], s, snap)
+        if self.faults:  # after faults, one fault-free run per stack converges
+            self.settle()
+            snap = self.snapshot()
+            for s in STACKS:
+                snap = self.sync_and_check(steps[-1]["repo"], s, snap, fault_free=True)
         self.stats.sequences += 1
 
 
-def run_batch(kube, steps, stats):
+def run_batch(kube, steps, stats, faults=None):
     client, discovery = _connection(kube)
     seq = None
     try:
-        seq = Sequence(client, discovery, stats, sim=kube.sim)
+        seq = Sequence(client, discovery, stats, sim=kube.sim, faults=faults)
         seq.run(steps)
     finally:
         if seq is not None:
@@ -476,3 +516,28 @@ def test_prune_safety_kube(kube, steps):
     H.record_figures("prune_property_kube", sequences=REAL_STATS.sequences, syncs=REAL_STATS.syncs,
                      pruned=REAL_STATS.pruned, wrongly_deleted=REAL_STATS.wrongly_deleted,
                      real_cluster=not kube.is_sim)
+
+
+# -- the same under injected faults ----------------------------------------------------------------
+EXAMPLES_FAULTS = H.env_int("STACKSYNC_PROPERTY_EXAMPLES_FAULTS", 60)
+fault = st.one_of(
+    st.none(),
+    st.tuples(st.just(403), st.sampled_from(("patch", "delete", "list")), st.just(1)),  # refused: not retried
+    st.tuples(st.sampled_from((500, 429, "drop")), st.sampled_from((None, "patch", "delete", "list", "get")),
+              st.integers(1, 8)),  # retried; 6 in a row on one request exhausts the retries
+)
+FAULT_STATS = Stats()
+
+
+@pytest.mark.sim_only
+@_settings(EXAMPLES_FAULTS)
+@given(steps=sequence, faults=st.lists(fault, min_size=1, max_size=6))
+def test_prune_safety_under_faults(kubesim, steps, faults):
+    """Scripted faults (refused and failing requests, dropped connections) on the syncs: still nothing
+    outside the prune rule is deleted, a run with a failed apply deletes nothing, and after the
+    faults one fault-free run per stack converges."""
+    run_batch(kubesim, steps, FAULT_STATS, faults=faults)
+    H.record_figures("prune_property_faults", sequences=FAULT_STATS.sequences, syncs=FAULT_STATS.syncs,
+                     faults_injected=FAULT_STATS.faults, failed_syncs=FAULT_STATS.failed_syncs,
+                     deletes_checked=FAULT_STATS.deletes_checked, wrongly_deleted=FAULT_STATS.wrongly_deleted,
+                     leases_left_by_a_failed_release=FAULT_STATS.leases_left)

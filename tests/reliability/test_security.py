@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
@@ -323,3 +324,23 @@ def test_stack_name_from_a_url_never_carries_its_credentials(url):
         assert "T0kenValue" not in name and "deploy-bot" not in name, name
         assert H.valid_label_value(name), name
     assert "T0kenValue" not in redact_url_filter(f"cloning {url} failed")
+
+
+@pytest.mark.sim_only
+def test_rejected_certificate_fails_at_once_without_retries(kubesim_factory, tmp_path):
+    """A certificate the CA does not vouch for is not a transient error: one request, a TLS error, no retry."""
+    import yaml
+    from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
+    from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+
+    sim = kubesim_factory(tls=True)
+    config = yaml.safe_load(Path(sim.kubeconfig).read_text())
+    config["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode(_wrong_ca(tmp_path).read_bytes()).decode()
+    wrong_kc = tmp_path / "wrong-ca.kubeconfig"
+    wrong_kc.write_text(yaml.safe_dump(config))
+    client, _namespace = build_client({"kubeconfig": str(wrong_kc)}, environ={})
+    with pytest.raises(ApiError) as err:
+        client.get("/api")
+    assert err.value.reason == "TLSError"
+    assert "certificate" in str(err.value)
+    assert client.counts == {"GET": 1}

@@ -20,4 +20,4 @@ if [ -z "${STACKSYNC_TEST_KUBECONFIG:-}" ]; then
   export STACKSYNC_TEST_LIMITED_KUBECONFIG="$dir/limited.kubeconfig"
 fi
 cd "$repo"
-STACKSYNC_COLLECTIONS_PATH="$collections" .venv/bin/python -m pytest -p no:cacheprovider ${PYTEST_ARGS:-} tests/conformance tests/integration
+STACKSYNC_COLLECTIONS_PATH="$collections" .venv/bin/python -m pytest -p no:cacheprovider ${PYTEST_ARGS:-} tests/conformance tests/integration tests/reliability
