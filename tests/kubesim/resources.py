@@ -1,7 +1,7 @@
 """The built-in resource types the simulator serves, and discovery documents built from them.
 
 Names, scopes, verbs, short names and categories are copied from a real kube-apiserver v1.36
-(see ``/work/shared/k8s-reference``); only a subset of the built-in types is served.
+(see ``../shared/k8s-reference`` beside the repository, where available); only a subset of the built-in types is served.
 """
 
 from dataclasses import dataclass, field
