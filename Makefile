@@ -99,19 +99,13 @@ test-real: install
 demo: install
 	@bash examples/demo.sh "$(COLLECTIONS)"
 
-# The peers (kubernetes.core from the `ansible` package) and every ansible-playbook of the benchmark
-# run from their own venv, so the test venv stays ansible-core only.
-BENCH_VENV := .venv-bench
+# The peers run from the test venv: tests/requirements.txt pins the `ansible` package, which brings
+# kubernetes.core. `make bench N=5000`, `make bench BENCH_ARGS="--tools stacksync,kubectl"`.
 BENCH_ARGS ?=
 
-$(BENCH_VENV)/.installed: tests/requirements-bench.txt tests/requirements.txt
-	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install -q -r tests/requirements-bench.txt
-	@touch $@
-
-bench: install $(BENCH_VENV)/.installed
-	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m tests.bench --objects $(N) --ansible-venv $(CURDIR)/$(BENCH_VENV) $(BENCH_ARGS)
+bench: install
+	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m tests.tools.render_bench
+	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m tests.bench --objects $(N) --ansible-venv $(CURDIR)/$(VENV) $(BENCH_ARGS)
 
 clean:
 	rm -rf build $(TEST_ROOT) .pytest_cache .ruff_cache

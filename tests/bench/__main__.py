@@ -18,10 +18,9 @@ from pathlib import Path
 
 from . import manifests, measure, profile, report, scenarios, tools
 from .repo import Repo
-from .simserver import REPO, SimProcess
+from .simserver import SimProcess
 
 DEFAULT_TOOLS = ["stacksync", "stacksync-role", "k8s-list", "k8s-loop", "kubectl"]
-BENCH_VENV = REPO / ".venv-bench"
 
 
 def parse_args(argv):
@@ -34,7 +33,7 @@ def parse_args(argv):
                         help="k8s-loop applies about this many objects and extrapolates to all (0: all objects)")
     parser.add_argument("--concurrency", type=int, help="stacksync's concurrency option (default: the module's default)")
     parser.add_argument("--ansible-venv", type=Path, help="venv whose ansible-playbook runs the playbooks "
-                        "(default .venv-bench, made by `make bench`; else the running Python's venv)")
+                        "(default: the running Python's venv)")
     parser.add_argument("--output", type=Path, default=Path(__file__).resolve().parent / "results.json")
     parser.add_argument("--no-profile", dest="profile", action="store_false",
                         help="skip the profile of stacksync (start-up, rendering, engine phases)")
@@ -49,15 +48,14 @@ def parse_args(argv):
 
 
 def ansible_bin(args):
-    venv = args.ansible_venv or (BENCH_VENV if (BENCH_VENV / "bin" / "ansible-playbook").exists() else None)
-    return (venv / "bin") if venv else Path(sys.executable).parent
+    return (args.ansible_venv / "bin") if args.ansible_venv else Path(sys.executable).parent
 
 
 def check_peers(args, bin_dir):
     """Fail early (with the fix) when a peer's requirements are missing."""
     peers = any(t.startswith("k8s-") for t in args.tools)
     if peers and not list(bin_dir.parent.glob("lib/python3*/site-packages/ansible_collections/kubernetes/core")):
-        sys.exit(f"kubernetes.core is not installed next to {bin_dir}: run `make bench` (it creates .venv-bench)")
+        sys.exit(f"kubernetes.core is not installed next to {bin_dir}: install the `ansible` package (tests/requirements.txt pins it)")
     if "kubectl" in args.tools and shutil.which("kubectl") is None:
         sys.exit("kubectl is not on PATH")
 

@@ -88,8 +88,7 @@ class MemoryPeak:
 class Run:
     """Outcome of one measured command."""
 
-    def __init__(self, argv, returncode, seconds, cpu, memory, log, load):
-        self.argv = argv
+    def __init__(self, returncode, seconds, cpu, memory, log, load):
         self.cpu = cpu
         self.load = load
         self.returncode = returncode
@@ -122,7 +121,7 @@ def run(argv, env, log, cwd=None, timeout=3600):
             returncode = proc.wait()
         seconds = time.monotonic() - start
         memory.stop()
-    return Run(argv, returncode, round(seconds, 2), round(_children_cpu() - before, 2), memory, log, load)
+    return Run(returncode, round(seconds, 2), round(_children_cpu() - before, 2), memory, log, load)
 
 
 def _children_cpu():

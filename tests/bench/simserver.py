@@ -66,18 +66,15 @@ class SimProcess:
         self.latency_ms = latency_ms
         self.log = log
         self.proc = None
-        self.url = None
 
     def __enter__(self):
         argv = [sys.executable, "-m", "tests.bench.simserver", "--kubeconfig", str(self.kubeconfig),
                 "--latency-ms", str(self.latency_ms)]
         with open(self.log, "w") as err:
             self.proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True)
-        words = self.proc.stdout.readline().split()
-        if not words or words[0] != "ready":
+        if not self.proc.stdout.readline().startswith("ready "):
             self.__exit__()
             raise RuntimeError(f"the simulator did not start; see {self.log}")
-        self.url = words[1]
         return self
 
     def _ask(self, command):

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(bool(os.environ.get("STACKSYNC_TEST_KUBECONFIG")
 
 def test_bench_runs_all_scenarios_for_stacksync(tmp_path):
     output = tmp_path / "results.json"
-    venv = Path(sys.executable).parent.parent  # this venv's ansible-playbook (not .venv-bench)
+    venv = Path(sys.executable).parent.parent  # this venv's ansible-playbook
     proc = subprocess.run([sys.executable, "-m", "tests.bench", "--objects", "20", "--tools", "stacksync",
                            "--ansible-venv", str(venv), "--output", str(output), "--no-profile"],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
