@@ -64,6 +64,8 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.record import LeaseL
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, compile_conditions, is_ready
 
 ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+#: first delay (seconds) when polling for CRDs to be Established; doubles up to ``poll_interval``
+FIRST_POLL_DELAY = 0.05
 
 
 class StackError(Exception):
@@ -153,7 +155,7 @@ class StackManager:
     def __init__(self, client, stack, namespace="default", field_manager=DEFAULT_FIELD_MANAGER,
                  force_conflicts=True, prune=True, propagation_policy="Background", allow_empty=False,
                  fail_on_shared=False, recreate_on_immutable=False, record_namespace="kube-system", commit=None,
-                 phase="all", concurrency=8, full_prune_scan=False, check_mode=False, diff=False, wait=False,
+                 phase="all", concurrency=16, full_prune_scan=False, check_mode=False, diff=False, wait=False,
                  wait_timeout=300, wait_conditions=None, discovery=None, discovery_cache_dir=None,
                  lock_timeout=300, lease_duration=60, crd_timeout=60, poll_interval=1.0, log=None):
         if not isinstance(stack, str) or not stack or not valid_label_value(stack):
@@ -521,6 +523,13 @@ class StackManager:
                     written.append((d, obj))
         return written
 
+    def _backoff(self):
+        """Delays between polls: from FIRST_POLL_DELAY, doubling up to ``poll_interval`` (then constant)."""
+        delay = min(FIRST_POLL_DELAY, self.poll_interval)
+        while True:
+            yield delay
+            delay = min(delay * 2, self.poll_interval)
+
     def _after_prerequisites(self, to_apply, changeset, dry_run):
         """Before stage > 0: CRDs we applied must be Established and their kinds discovered."""
         if dry_run or self._crds_ready:
@@ -531,6 +540,7 @@ class StackManager:
         if not crds and not needs_crd:
             return
         deadline = time.time() + self.crd_timeout
+        delays = self._backoff()
         pending = list(crds)
         while pending:
             def established(d):
@@ -541,7 +551,7 @@ class StackManager:
                 break
             if time.time() > deadline:
                 raise StackError("CRDs not Established after %ss: %s" % (self.crd_timeout, ", ".join(d.oid.name for d in pending)))
-            time.sleep(self.poll_interval)
+            time.sleep(next(delays))
         # aggregated discovery can lag behind Established: poll until every kind we need is served
         while True:
             index = self.discovery.refresh()
@@ -551,7 +561,7 @@ class StackManager:
             if time.time() > deadline:
                 raise StackError("kinds not served after their CRDs were applied: " + ", ".join(
                     sorted(set(group_kind_str(*d.oid.group_kind) for d in missing))))
-            time.sleep(self.poll_interval)
+            time.sleep(next(delays))
         for d in needs_crd:
             d.info = index.lookup(d.oid.group, d.oid.kind, d.info.version)
             d.from_crd = False
@@ -711,7 +721,8 @@ class StackManager:
             raise StackError("refusing to prune stack %r to an empty set of resources (set allow_empty: true if "
                              "this is intended)" % self.stack)
         applying = self.phase in ("all", "apply")
-        self._stamp(desired, self._load_key(desired, create=False))
+        first_key = self._load_key(desired, create=False)
+        self._stamp(desired, first_key)
 
         attempt = self._attempt(desired, cs, pruning, applying, dry_run=True)
         if attempt is None:  # nothing to write
@@ -723,7 +734,9 @@ class StackManager:
             cs2 = ChangeSet()
             cs2.warnings = list(cs.warnings)
             key = self._load_key(desired, create=applying)
-            self._stamp(desired, key)
+            if key != first_key:
+                # the key was created just now: only keyed (Secret) checksums depend on it
+                self._stamp([d for d in desired if is_secret(d.oid)], key)
             return self._attempt(desired, cs2, pruning, applying, dry_run=False)
 
     def _attempt(self, desired, cs, pruning, applying, dry_run):

@@ -22,7 +22,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
-import copy
 import hashlib
 import hmac
 import json
@@ -229,13 +228,25 @@ def size_problem(manifest, oid):
 
 
 def strip_source(manifest):
-    """A deep copy without the lookup's ``stacksync.io/source`` annotation (never reaches the cluster)."""
-    out = copy.deepcopy(manifest)
+    """A copy without the lookup's ``stacksync.io/source`` annotation (never reaches the cluster).
+
+    Only what the engine changes in place is copied: the top level (namespace resolution, Secret
+    ``stringData`` folding), ``metadata``, its ``labels`` and ``annotations`` (:func:`stamp`). The rest
+    (``spec``, ``data``, ...) is shared with the input and must not be mutated: functions that change
+    anything else (:func:`normalize_secret`) replace the value instead of changing it.
+    """
+    out = dict(manifest)
     meta = out.get("metadata")
-    if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
-        meta["annotations"].pop(SOURCE_ANNOTATION, None)
-        if not meta["annotations"]:
-            del meta["annotations"]
+    if isinstance(meta, dict):
+        meta = dict(meta)
+        out["metadata"] = meta
+        for field in ("labels", "annotations"):
+            if isinstance(meta.get(field), dict):
+                meta[field] = dict(meta[field])
+        if isinstance(meta.get("annotations"), dict):
+            meta["annotations"].pop(SOURCE_ANNOTATION, None)
+            if not meta["annotations"]:
+                del meta["annotations"]
     return out
 
 
@@ -269,7 +280,7 @@ def normalize_secret(manifest):
     """
     string_data = manifest.pop("stringData", None)
     if string_data:
-        data = manifest.get("data") or {}
+        data = dict(manifest.get("data") or {})  # a new dict: ``data`` may be shared with the caller's input
         for k, v in string_data.items():
             data[k] = base64.b64encode(str(v).encode("utf-8")).decode("ascii")
         manifest["data"] = data
@@ -336,10 +347,10 @@ def owner_mark(stack, oid):
 def stamp(manifest, stack, oid, digest):
     """Add the stack label, checksum and owner mark to ``manifest`` (in place) and return it."""
     meta = manifest.setdefault("metadata", {})
-    labels = meta.get("labels") or {}
+    labels = dict(meta.get("labels") or {})
     labels[STACK_LABEL] = stack
     meta["labels"] = labels
-    annotations = meta.get("annotations") or {}
+    annotations = dict(meta.get("annotations") or {})
     annotations[CHECKSUM_ANNOTATION] = digest
     annotations[OWNER_ANNOTATION] = owner_mark(stack, oid)
     meta["annotations"] = annotations

@@ -150,7 +150,7 @@ options:
     description:
       - Maximum number of API requests in flight (applies and deletes run in parallel within an ordering stage).
     type: int
-    default: 8
+    default: 16
   full_prune_scan:
     description:
       - List every listable kind of the cluster with the stack's label when pruning, instead of only the
@@ -291,7 +291,7 @@ ARGUMENT_SPEC = dict(
         group=dict(type="str"),
         expression=dict(type="str", required=True),
     )),
-    concurrency=dict(type="int", default=8),
+    concurrency=dict(type="int", default=16),
     full_prune_scan=dict(type="bool", default=False),
     discovery_cache_dir=dict(type="path"),
 )

@@ -44,7 +44,7 @@ options:
   concurrency:
     description: Maximum number of API requests in flight.
     type: int
-    default: 8
+    default: 16
 extends_documentation_fragment:
   - stacksync.k8s.k8s_auth
   - ansible.builtin.action_common_attributes
@@ -127,7 +127,7 @@ ARGUMENT_SPEC = dict(
     namespace=dict(type="str"),
     record_namespace=dict(type="str", default="kube-system"),
     full_prune_scan=dict(type="bool", default=False),
-    concurrency=dict(type="int", default=8),
+    concurrency=dict(type="int", default=16),
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 

@@ -103,6 +103,22 @@ def test_strip_source_does_not_touch_input():
     assert "annotations" not in out["metadata"] and m["metadata"]["annotations"]
 
 
+def test_prepared_copy_never_changes_input():
+    """strip_source copies only metadata; what the engine then changes in place must stay off the input."""
+    m = {"apiVersion": "v1", "kind": "Secret",
+         "metadata": {"name": "s", "labels": {"a": "b"}, "annotations": {SOURCE_ANNOTATION: "a.yaml#0", "x": "y"}},
+         "data": {"k": "dg=="}, "stringData": {"p": "x"}}
+    before = json.loads(json.dumps(m))
+    out = o.strip_source(m)
+    oid = ObjectId("", "Secret", "default", "s")
+    out["metadata"]["namespace"] = "default"
+    o.normalize_secret(out)
+    o.stamp(out, "st", oid, o.checksum(out, oid, b"k"))
+    assert m == before
+    assert out["data"] == {"k": "dg==", "p": "eA=="} and "stringData" not in out
+    assert out["metadata"]["labels"]["a"] == "b" and SOURCE_ANNOTATION not in out["metadata"]["annotations"]
+
+
 # -- drift check and diff ---------------------------------------------------------------------
 def test_contains():
     live = {"a": 1, "b": {"c": [1, 2], "d": "x"}, "e": [{"name": "n1", "v": 1, "extra": 0}, {"name": "n2", "v": 2}]}
