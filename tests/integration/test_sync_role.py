@@ -2,6 +2,7 @@
 spec and its documentation."""
 
 import contextlib
+import json
 import subprocess
 import uuid
 
@@ -159,3 +160,88 @@ def test_changed_is_reported_when_some_objects_are_skipped(setup, kube, tmp_path
     finally:
         with contextlib.suppress(Exception):
             build_client({"kubeconfig": kube.kubeconfig})[0].delete("/api/v1/namespaces/" + ns)
+
+
+RESULTS_PLAY = """
+- name: Sync and keep the results
+  hosts: clusters
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Sync
+      block:
+        - name: Sync with include_role
+          ansible.builtin.include_role:
+            name: stacksync.k8s.sync
+      rescue:
+        - name: Note the failure
+          ansible.builtin.set_fact:
+            sync_failed: true
+    - name: Write the results
+      ansible.builtin.copy:
+        content: "{{ {'results': stacksync_results, 'failed': sync_failed | default(false)} | to_json }}"
+        dest: "{{ results_file }}"
+        mode: "0600"
+      check_mode: false
+"""
+
+
+def test_single_source_applies_and_prunes_in_one_run(setup, kube, tmp_path):
+    # One source: the role runs the module once (phase all) instead of an apply and a prune run;
+    # stacksync_results and the summary read as with two runs.
+    _tmp, inventory, variables, ns = setup
+    ns += "-one"
+    stack = variables["stack"] + "-one"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("manifests/ns.yaml", namespace(ns))
+    repo.write("manifests/keep.yaml", configmap("keep", ns, {"k": "v"}))
+    repo.write("manifests/gone.yaml", configmap("gone", ns, {"k": "v"}))
+    repo.commit("initial")
+    play = tmp_path / "play.yml"
+    play.write_text(RESULTS_PLAY)
+    results_file = tmp_path / "results.json"
+    extra = dict(variables, stacksync_repo=repo.url, stacksync_path="manifests", stacksync_stack=stack,
+                 results_file=str(results_file))
+    client = build_client({"kubeconfig": kube.kubeconfig})[0]
+    try:
+        run = run_playbook(inventory, extra, playbook=play)
+        assert run.rc == 0, run.tail()
+        out = json.loads(results_file.read_text())
+        assert not out["failed"]
+        (r,) = out["results"]
+        assert r["counts"]["created"] == 3 and r["pruning"] == "done" and r["changed"], r
+
+        repo.remove("manifests/gone.yaml")
+        repo.commit("remove gone")
+        run = run_playbook(inventory, extra, "--check", playbook=play)
+        assert run.rc == 0, run.tail()
+        (r,) = json.loads(results_file.read_text())["results"]
+        assert r["counts"]["pruned"] == 1 and r["pruning"] == "done", r
+        assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/gone") is not None
+
+        run = run_playbook(inventory, extra, playbook=play)
+        assert run.rc == 0, run.tail()
+        (r,) = json.loads(results_file.read_text())["results"]
+        assert r["counts"] == {"created": 0, "configured": 0, "unchanged": 2, "pruned": 1, "skipped": 0}, r
+        assert r["pruning"] == "done" and r["changed"] and not r["failed"], r
+        assert [o["name"] for o in r["pruned"]] == ["gone"], r
+        assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/gone") is None
+        # one module run: the prune task was skipped
+        block = run.stdout.split("TASK [stacksync.k8s.sync : Prune what left the sources", 1)[1].split("\nTASK [", 1)[0]
+        assert "skipping: [the-cluster]" in block and "changed: [the-cluster]" not in block, block
+        assert any("pruned 1" in line and "pruning" not in line for line in run.summaries()["the-cluster"])
+
+        # an empty source is refused by the prune part: reported as a pruning failure, as with two runs
+        for path in (tmp_path / "repo/manifests").iterdir():
+            path.write_text("")
+        repo.commit("empty")
+        run = run_playbook(inventory, extra, playbook=play)
+        assert run.rc != 0 or json.loads(results_file.read_text())["failed"], run.tail()
+        out = json.loads(results_file.read_text())
+        (r,) = out["results"]
+        assert out["failed"] and r["failed"] and r["pruning"] == "failed", r
+        assert "refusing to prune" in r["msg"], r
+        assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/keep") is not None
+    finally:
+        with contextlib.suppress(Exception):
+            client.delete("/api/v1/namespaces/" + ns)
