@@ -298,6 +298,17 @@ ARGUMENT_SPEC = dict(
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 
 
+def _report(module, changeset, client):
+    """Show the run's warnings; its return values (none if it failed before any) and API request counts."""
+    result = {}
+    if changeset is not None:
+        for warning in changeset.warnings:
+            module.warn(warning)
+        result = changeset.result()
+    result["api_requests"] = dict(client.counts)
+    return result
+
+
 def main():
     module = StackModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     check_requirements(module, {"kubernetes": (HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR),
@@ -324,22 +335,14 @@ def main():
             lock_timeout=params["wait_timeout"])
         changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
     except StackError as e:
-        result = {}
-        if e.changeset is not None:
-            for warning in e.changeset.warnings:
-                module.warn(warning)
-            result = e.changeset.result()
-        result["api_requests"] = dict(client.counts)
+        result = _report(module, e.changeset, client)
         if e.changeset is not None and module._diff and e.changeset.diff:
             result["diff"] = e.changeset.diff
         module.fail_json(msg=str(e), **result)
     except Exception as e:  # an unexpected bug: say what failed, never dump objects
         module.fail_json(msg="stack %r: unexpected error: %s" % (params["name"], e), exception=traceback.format_exc(),
                          api_requests=dict(client.counts))
-    for warning in changeset.warnings:
-        module.warn(warning)
-    result = changeset.result()
-    result["api_requests"] = dict(client.counts)
+    result = _report(module, changeset, client)
     if module._diff:
         result["diff"] = changeset.diff
     module.exit_json(**result)
