@@ -23,8 +23,12 @@ options:
   kubeconfig:
     description:
       - Path to an existing Kubernetes config file, or the configuration as a dictionary. If not provided, and
-        no other connection options are provided, the in-cluster service account is tried, then C(~/.kube/config).
+        no other connection options are provided, the in-cluster service account is tried, then the files listed
+        in E(KUBECONFIG) (merged like C(kubectl) does), else C(~/.kube/config).
         Can also be specified via the E(K8S_AUTH_KUBECONFIG) environment variable.
+      - Relative file paths in a kubeconfig file are relative to the directory of that file.
+      - Users with an C(exec) or C(auth-provider) credential plugin, and the in-cluster service account, are
+        loaded with the C(kubernetes) Python package.
     type: raw
   context:
     description:

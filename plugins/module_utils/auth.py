@@ -3,30 +3,42 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Connection options (same names, defaults and ``K8S_AUTH_*`` variables as kubernetes.core).
 
-The ``kubernetes`` package is used only to *load* a ``kubernetes.client.Configuration`` (kubeconfig
-files or dicts, contexts, exec/auth plugins, in-cluster service account); requests then go through
-:class:`.client.KubeClient`. Precedence, like kubernetes.core: module option, then
-``K8S_AUTH_<OPTION>`` (or the legacy ``K8S_AUTH_<ALIAS>``), then kubeconfig / in-cluster defaults.
+Precedence, like kubernetes.core: module option, then ``K8S_AUTH_<OPTION>`` (or the legacy
+``K8S_AUTH_<ALIAS>``), then kubeconfig / in-cluster defaults. Requests go through
+:class:`.client.KubeClient`.
+
+Kubeconfig files (or a dict) are read here, without the ``kubernetes`` package (importing it costs
+about a second per module run): ``KUBECONFIG`` lists are merged like kubectl does (the first file
+to define a cluster, user, context or the current-context wins), relative file paths are resolved
+against the directory of the file that holds them, and ``*-data`` certificates and keys are loaded
+into an ``ssl.SSLContext`` (a client key only passes through a 0600 temporary file that is removed
+at once). The ``kubernetes`` package is imported only when it is really needed: a kubeconfig user
+with an ``exec`` or ``auth-provider`` plugin, and the in-cluster service account (tried first when
+neither ``kubeconfig`` nor ``context`` is given); its ``Configuration`` is then asked for the
+``Authorization`` header on every request, so refreshed tokens are used.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+import binascii
+import importlib.util
 import os
+import ssl
+import tempfile
 
 try:
-    from kubernetes import config as kube_config
-    from kubernetes.client import Configuration
+    import yaml
 
-    HAS_KUBERNETES = True
-    KUBERNETES_IMPORT_ERROR = None
-except ImportError as _e:
-    HAS_KUBERNETES = False
-    KUBERNETES_IMPORT_ERROR = _e
+    HAS_YAML = True
+except ImportError:
+    HAS_YAML = False
 
 try:
     import urllib3
+    from urllib3.util.ssl_ import create_urllib3_context
 
     HAS_URLLIB3 = True
     URLLIB3_IMPORT_ERROR = None
@@ -35,6 +47,19 @@ except ImportError as _e:
     URLLIB3_IMPORT_ERROR = _e
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import KubeClient
+
+
+def _find_kubernetes():
+    """``(installed, error)`` for the ``kubernetes`` package, found without importing it."""
+    try:
+        if importlib.util.find_spec("kubernetes") is not None:
+            return True, None
+    except (ImportError, ValueError):
+        pass
+    return False, ImportError("No module named 'kubernetes'")
+
+
+HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR = _find_kubernetes()
 
 AUTH_PROXY_HEADERS_SPEC = dict(
     proxy_basic_auth=dict(type="str", no_log=True),
@@ -65,6 +90,8 @@ AUTH_ARG_SPEC = dict(
 _ENV_ALIASES = dict(validate_certs="verify_ssl", ca_cert="ssl_ca_cert", client_cert="cert_file", client_key="key_file")
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+DEFAULT_KUBECONFIG = "~/.kube/config"
+KUBERNETES_REQUIREMENT = "kubernetes>=24.2.0"
 
 
 class AuthError(Exception):
@@ -106,69 +133,154 @@ def resolve_auth_params(params, environ=None):
     return out
 
 
-def _context_namespace_from_kubeconfig(kubeconfig, context):
+class ClusterConfig(object):
+    """Where the API server is and how to authenticate to it (what :class:`KubeClient` needs).
+
+    ``*_file`` are paths, ``*_data`` PEM bytes (data wins). ``authorization``, when set, is called
+    per request for the ``Authorization`` header (exec / auth-provider / in-cluster, loaded by the
+    ``kubernetes`` package). ``needs_kubernetes`` names the kubeconfig plugin ("exec",
+    "auth-provider") that only the ``kubernetes`` package can run.
+    """
+
+    def __init__(self, host=None):
+        self.host = host
+        self.verify_ssl = True
+        self.ca_file = None
+        self.ca_data = None
+        self.cert_file = None
+        self.cert_data = None
+        self.key_file = None
+        self.key_data = None
+        self.tls_server_name = None
+        self.assert_hostname = None
+        self.proxy = None
+        self.no_proxy = None
+        self.proxy_headers = None
+        self.token = None
+        self.token_file = None
+        self.username = None
+        self.password = None
+        self.namespace = None
+        self.authorization = None
+        self.needs_kubernetes = None
+
+
+# -- kubeconfig: pure functions -------------------------------------------------------------------
+def kubeconfig_paths(value=None, environ=None):
+    """The kubeconfig files to read: ``value`` (the option), else ``KUBECONFIG``, else ``~/.kube/config``.
+
+    Each may list several files separated by ``os.pathsep`` (like ``KUBECONFIG``).
+    """
+    environ = os.environ if environ is None else environ
+    text = value or environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG
+    return [os.path.expanduser(p) for p in text.split(os.pathsep) if p]
+
+
+def _entries(doc, section, key):
+    """``(name, value dict)`` of the named entries of a kubeconfig section (``clusters``: ``cluster``...)."""
+    for entry in doc.get(section) or []:
+        if isinstance(entry, dict) and entry.get("name"):
+            value = entry.get(key)
+            yield entry["name"], value if isinstance(value, dict) else {}
+
+
+def merge_kubeconfigs(docs):
+    """Merge ``[(path or None, kubeconfig dict)]`` like kubectl: the first definition of a name wins.
+
+    Returns ``{"source", "current-context", "clusters"|"users"|"contexts": {name: (value, base_dir)}}``
+    where ``base_dir`` is the directory relative paths of that entry are resolved against (None for a dict).
+    """
+    merged = dict(clusters={}, users={}, contexts={})
+    merged["current-context"] = None
+    merged["source"] = ", ".join(path for path, dummy in docs if path) or "the kubeconfig dictionary"
+    for path, doc in docs:
+        base = os.path.dirname(os.path.abspath(path)) if path else None
+        for section, key in (("clusters", "cluster"), ("users", "user"), ("contexts", "context")):
+            for name, value in _entries(doc, section, key):
+                merged[section].setdefault(name, (value, base))
+        if not merged["current-context"]:
+            merged["current-context"] = doc.get("current-context") or None
+    return merged
+
+
+def _path(base, path):
+    """A file path of a kubeconfig entry, resolved against its file's directory."""
+    path = os.path.expanduser(str(path))
+    return os.path.join(base, path) if base and not os.path.isabs(path) else path
+
+
+def _data(value, what):
+    """Base64 ``*-data`` value as bytes (the message names the field, never the value)."""
     try:
-        if isinstance(kubeconfig, dict):
-            contexts = kubeconfig.get("contexts") or []
-            name = context or kubeconfig.get("current-context")
-            for ctx in contexts:
-                if ctx.get("name") == name:
-                    return (ctx.get("context") or {}).get("namespace")
-            return None
-        contexts, active = kube_config.list_kube_config_contexts(config_file=kubeconfig)
-        if context:
-            for ctx in contexts:
-                if ctx.get("name") == context:
-                    return (ctx.get("context") or {}).get("namespace")
-            return None
-        return ((active or {}).get("context") or {}).get("namespace")
-    except Exception:
-        return None
+        return base64.b64decode("".join(str(value).split()), validate=True)
+    except (binascii.Error, ValueError):
+        raise AuthError("Invalid kubeconfig: %s is not valid base64" % what) from None
 
 
-def load_configuration(auth):
-    """Return ``(Configuration, context_namespace_or_None)`` for resolved auth params."""
-    cfg = Configuration()
-    namespace = None
-    host = (auth.get("host") or "").rstrip("/") or None
+def _file_or_data(entry, base, key, what):
+    """``(path, None)`` or ``(None, bytes)`` for ``key`` / ``key-data`` (data wins, like kubectl)."""
+    if entry.get(key + "-data"):
+        return None, _data(entry[key + "-data"], "%s-data of %s" % (key, what))
+    if entry.get(key):
+        return _path(base, entry[key]), None
+    return None, None
 
-    def have(*names):
-        return all(auth.get(n) for n in names)
 
-    self_sufficient = host and (have("api_key") or have("username", "password") or have("client_cert", "client_key"))
-    kubeconfig = auth.get("kubeconfig")
-    opts = dict(context=auth.get("context"), client_configuration=cfg)
-    if auth.get("persist_config") is not None:
-        opts["persist_config"] = auth["persist_config"]
-    try:
-        if self_sufficient:
-            pass
-        elif kubeconfig or auth.get("context"):
-            if isinstance(kubeconfig, dict):
-                kube_config.load_kube_config_from_dict(config_dict=kubeconfig, **opts)
-            else:
-                kube_config.load_kube_config(config_file=kubeconfig and os.path.expanduser(kubeconfig), **opts)
-            namespace = _context_namespace_from_kubeconfig(kubeconfig or None, auth.get("context"))
-        else:
-            try:
-                kube_config.load_incluster_config(client_configuration=cfg)
-                try:
-                    with open(os.path.join(SA_DIR, "namespace")) as f:
-                        namespace = f.read().strip() or None
-                except (IOError, OSError):
-                    namespace = None
-            except kube_config.ConfigException:
-                kube_config.load_kube_config(**opts)
-                namespace = _context_namespace_from_kubeconfig(None, auth.get("context"))
-    except Exception as e:
-        raise AuthError("Could not load Kubernetes credentials: %s" % (e,)) from None
+def config_from_kubeconfig(merged, context=None):
+    """:class:`ClusterConfig` of ``context`` (default: the current-context) of a merged kubeconfig.
 
+    ``tokenFile`` is only resolved (``token_file``), not read. A user with an ``exec`` or
+    ``auth-provider`` plugin gives a config with ``needs_kubernetes`` set.
+    """
+    source = merged["source"]
+    name = context or merged["current-context"]
+    if not name:
+        raise AuthError("No context selected: %s sets no current-context and no context option was given" % source)
+    if name not in merged["contexts"]:
+        raise AuthError('Context "%s" not found in %s (contexts: %s)'
+                        % (name, source, ", ".join(sorted(merged["contexts"])) or "none"))
+    ctx = merged["contexts"][name][0]
+    cluster_name, user_name = ctx.get("cluster"), ctx.get("user")
+    if cluster_name not in merged["clusters"]:
+        raise AuthError('Cluster "%s" of context "%s" not found in %s' % (cluster_name, name, source))
+    if user_name and user_name not in merged["users"]:
+        raise AuthError('User "%s" of context "%s" not found in %s' % (user_name, name, source))
+    cluster, cluster_base = merged["clusters"][cluster_name]
+    user, user_base = merged["users"][user_name] if user_name else ({}, None)
+    server = str(cluster.get("server") or "").rstrip("/")
+    if not server:
+        raise AuthError('Cluster "%s" of context "%s" has no server in %s' % (cluster_name, name, source))
+
+    cfg = ClusterConfig(server)
+    cfg.namespace = ctx.get("namespace") or None
+    insecure = cluster.get("insecure-skip-tls-verify")
+    cfg.verify_ssl = not (insecure is True or str(insecure).lower() == "true")
+    cfg.ca_file, cfg.ca_data = _file_or_data(cluster, cluster_base, "certificate-authority", 'cluster "%s"' % cluster_name)
+    cfg.tls_server_name = cluster.get("tls-server-name") or None
+    cfg.proxy = cluster.get("proxy-url") or None
+    who = 'user "%s"' % user_name
+    cfg.cert_file, cfg.cert_data = _file_or_data(user, user_base, "client-certificate", who)
+    cfg.key_file, cfg.key_data = _file_or_data(user, user_base, "client-key", who)
+    cfg.token = user.get("token") or None
+    cfg.token_file = _path(user_base, user["tokenFile"]) if user.get("tokenFile") else None
+    cfg.username = user.get("username")
+    cfg.password = user.get("password")
+    for plugin in ("exec", "auth-provider"):
+        if user.get(plugin):
+            cfg.needs_kubernetes = plugin
+    return cfg
+
+
+def apply_auth_options(cfg, auth):
+    """Let the module options / ``K8S_AUTH_*`` values (``auth``) override ``cfg``; returns ``cfg``."""
+    host = (auth.get("host") or "").rstrip("/")
     if host:
         cfg.host = host
+    if auth.get("username") and auth.get("password") is not None and not auth.get("api_key"):
+        cfg.token = cfg.authorization = None  # basic auth from the options replaces kubeconfig credentials
     if auth.get("api_key"):
-        cfg.api_key = {"authorization": "Bearer " + auth["api_key"]}
-        cfg.api_key_prefix = {}
-        cfg.refresh_api_key_hook = None
+        cfg.token = auth["api_key"]
+        cfg.authorization = None
     if auth.get("username") is not None:
         cfg.username = auth["username"]
     if auth.get("password") is not None:
@@ -176,20 +288,229 @@ def load_configuration(auth):
     if auth.get("validate_certs") is not None:
         cfg.verify_ssl = auth["validate_certs"]
     if auth.get("ca_cert"):
-        cfg.ssl_ca_cert = auth["ca_cert"]
+        cfg.ca_file, cfg.ca_data = auth["ca_cert"], None
     if auth.get("client_cert"):
-        cfg.cert_file = auth["client_cert"]
+        cfg.cert_file, cfg.cert_data = auth["client_cert"], None
     if auth.get("client_key"):
-        cfg.key_file = auth["client_key"]
-    if auth.get("proxy"):
-        cfg.proxy = auth["proxy"]
-    if auth.get("no_proxy"):
-        cfg.no_proxy = auth["no_proxy"]
+        cfg.key_file, cfg.key_data = auth["client_key"], None
+    for name in ("proxy", "no_proxy"):
+        if auth.get(name):
+            setattr(cfg, name, auth[name])
     if auth.get("proxy_headers"):
         cfg.proxy_headers = urllib3.util.make_headers(**auth["proxy_headers"])
+    return cfg
+
+
+def static_authorization(cfg):
+    """The ``Authorization`` header value of a bearer token or basic credentials (None if neither)."""
+    if cfg.token:
+        return "Bearer " + cfg.token
+    if cfg.username and cfg.password is not None:
+        return urllib3.util.make_headers(basic_auth="%s:%s" % (cfg.username, cfg.password)).get("authorization")
+    return None
+
+
+# -- kubeconfig: I/O ------------------------------------------------------------------------------
+def read_kubeconfigs(paths, explicit):
+    """``[(path, dict)]`` of the existing, non-empty files (all of ``paths`` must exist if ``explicit``)."""
+    if not HAS_YAML:
+        raise AuthError("Reading a kubeconfig needs PyYAML (and %s)" % KUBERNETES_REQUIREMENT)
+    docs = []
+    for path in paths:
+        if not os.path.exists(path):
+            if explicit and len(paths) == 1:
+                raise AuthError("Kubeconfig file not found: %s" % path)
+            continue
+        try:
+            with open(path) as f:
+                doc = yaml.safe_load(f)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark else ""
+            raise AuthError("Kubeconfig %s is not valid YAML%s" % (path, where)) from None
+        except OSError as e:
+            raise AuthError("Could not read kubeconfig %s: %s" % (path, e.strerror or e)) from None
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise AuthError("Kubeconfig %s is not a mapping" % path)
+        docs.append((path, doc))
+    if not docs:
+        if explicit:
+            raise AuthError("None of the kubeconfig files exist: %s" % os.pathsep.join(paths))
+        raise AuthError("No Kubernetes credentials found: no kubeconfig at %s and not running in a cluster; "
+                        "set host, kubeconfig or K8S_AUTH_* variables" % os.pathsep.join(paths))
+    return docs
+
+
+def _read_token_file(cfg):
+    """Read ``cfg.token_file`` into ``cfg.token`` (it wins over ``token`` when readable, like client-go)."""
+    if not cfg.token_file:
+        return
+    try:
+        with open(cfg.token_file) as f:
+            token = f.read().strip()
+    except OSError as e:
+        token = None
+        if not cfg.token:
+            raise AuthError("Could not read tokenFile %s: %s" % (cfg.token_file, e.strerror or e)) from None
+    cfg.token = token or cfg.token
+
+
+def _in_cluster(environ):
+    """True when a service account is mounted (what ``load_incluster_config`` needs)."""
+    return bool(environ.get("KUBERNETES_SERVICE_HOST") and environ.get("KUBERNETES_SERVICE_PORT")
+                and os.path.isfile(os.path.join(SA_DIR, "token")))
+
+
+def _kubernetes_config(kubeconfig=None, context=None, persist_config=None, in_cluster=False):
+    """Load credentials with the ``kubernetes`` package (exec / auth-provider plugins, in-cluster).
+
+    Returns a :class:`ClusterConfig` whose ``authorization`` asks the package's ``Configuration``
+    for the header on every request (tokens refreshed by the package are used), or None when the
+    in-cluster configuration is not usable.
+    """
+    try:
+        from kubernetes import config as kube_config  # pylint: disable=import-outside-toplevel
+        from kubernetes.client import Configuration  # pylint: disable=import-outside-toplevel
+    except ImportError as e:
+        what = "The in-cluster configuration" if in_cluster else "This kubeconfig's credential plugin"
+        raise AuthError("%s needs the Python package %s: %s" % (what, KUBERNETES_REQUIREMENT, e)) from None
+    kcfg = Configuration()
+    try:
+        if in_cluster:
+            try:
+                kube_config.load_incluster_config(client_configuration=kcfg)
+            except kube_config.ConfigException:
+                return None
+        else:
+            opts = dict(context=context, client_configuration=kcfg)
+            if persist_config is not None:
+                opts["persist_config"] = persist_config
+            if isinstance(kubeconfig, dict):
+                kube_config.load_kube_config_from_dict(config_dict=kubeconfig, **opts)
+            else:
+                kube_config.load_kube_config(config_file=kubeconfig, **opts)
+    except Exception as e:
+        raise AuthError("Could not load Kubernetes credentials: %s" % (e,)) from None
+
+    cfg = ClusterConfig(kcfg.host)
+    cfg.verify_ssl = kcfg.verify_ssl
+    cfg.ca_file, cfg.cert_file, cfg.key_file = kcfg.ssl_ca_cert, kcfg.cert_file, kcfg.key_file
+    cfg.tls_server_name = getattr(kcfg, "tls_server_name", None)
+    cfg.assert_hostname = getattr(kcfg, "assert_hostname", None)
+    # not kcfg.proxy: recent versions of the package fill it from HTTPS_PROXY, which we do not use
+
+    def authorization():
+        return kcfg.get_api_key_with_prefix("authorization") or kcfg.get_api_key_with_prefix("BearerToken")
+
+    cfg.authorization = authorization
+    return cfg
+
+
+def _from_kubeconfig(auth, environ):
+    """ClusterConfig from the ``kubeconfig`` option (path(s) or dict), ``KUBECONFIG`` or ``~/.kube/config``."""
+    kubeconfig = auth.get("kubeconfig")
+    if isinstance(kubeconfig, dict):
+        docs = [(None, kubeconfig)]
+    else:
+        paths = kubeconfig_paths(kubeconfig, environ)
+        docs = read_kubeconfigs(paths, explicit=bool(kubeconfig))
+        kubeconfig = os.pathsep.join(paths)
+    merged = merge_kubeconfigs(docs)
+    context = auth.get("context") or merged["current-context"]
+    cfg = config_from_kubeconfig(merged, context)
+    if not cfg.needs_kubernetes:
+        _read_token_file(cfg)
+        return cfg
+    # The package picks the current-context of the last file: name the context we selected.
+    loaded = _kubernetes_config(kubeconfig, context, auth.get("persist_config"))
+    loaded.namespace, loaded.proxy = cfg.namespace, cfg.proxy
+    return loaded
+
+
+def _sa_namespace():
+    try:
+        with open(os.path.join(SA_DIR, "namespace")) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def load_configuration(auth, environ=None):
+    """``(ClusterConfig, context_namespace_or_None)`` for resolved auth params (see :func:`resolve_auth_params`)."""
+    environ = os.environ if environ is None else environ
+
+    def have(*names):
+        return all(auth.get(n) for n in names)
+
+    self_sufficient = auth.get("host") and (have("api_key") or have("username", "password") or have("client_cert", "client_key"))
+    cfg = None
+    if self_sufficient:
+        cfg = ClusterConfig()
+    elif auth.get("kubeconfig") or auth.get("context"):
+        cfg = _from_kubeconfig(auth, environ)
+    else:
+        if _in_cluster(environ):
+            cfg = _kubernetes_config(in_cluster=True)
+            if cfg is not None:
+                cfg.namespace = _sa_namespace()
+        if cfg is None:
+            cfg = _from_kubeconfig(auth, environ)
+    apply_auth_options(cfg, auth)
     if not cfg.host:
         raise AuthError("No Kubernetes API server found: set host, kubeconfig or K8S_AUTH_* variables")
-    return cfg, namespace
+    return cfg, cfg.namespace
+
+
+# -- client ---------------------------------------------------------------------------------------
+def _load_client_cert(context, cfg):
+    """Load the client certificate and key; ``*-data`` only pass through a 0600 temporary file."""
+    if not (cfg.cert_file or cfg.cert_data):
+        return
+    if cfg.cert_data is None and cfg.key_data is None:
+        context.load_cert_chain(cfg.cert_file, cfg.key_file)
+        return
+    fd, path = tempfile.mkstemp(prefix="stacksync-", suffix=".pem")  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for data, name in ((cfg.cert_data, cfg.cert_file), (cfg.key_data, cfg.key_file)):
+                if data is None and name:
+                    with open(name, "rb") as src:
+                        data = src.read()
+                if data:
+                    f.write(data.rstrip(b"\n") + b"\n")
+        context.load_cert_chain(path)
+    finally:
+        os.unlink(path)
+
+
+def tls_pool_kwargs(cfg):
+    """urllib3 pool keyword arguments for an ``https`` server: an ``ssl_context`` with CA and client cert."""
+    required = cfg.verify_ssl
+    context = create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED if required else ssl.CERT_NONE)
+    pool = dict(ssl_context=context, cert_reqs="CERT_REQUIRED" if required else "CERT_NONE")
+    try:
+        if required and cfg.ca_data:
+            text = cfg.ca_data.decode("ascii", "replace") if b"-----BEGIN" in cfg.ca_data else None
+            context.load_verify_locations(cadata=text or cfg.ca_data)
+        elif required and cfg.ca_file:
+            context.load_verify_locations(cafile=cfg.ca_file)
+        elif required:
+            try:
+                import certifi  # pylint: disable=import-outside-toplevel
+
+                context.load_verify_locations(cafile=certifi.where())
+            except ImportError:
+                context.load_default_certs()
+        _load_client_cert(context, cfg)
+    except (OSError, ValueError) as e:  # ssl.SSLError is an OSError; messages carry no key material
+        raise AuthError("Could not load the TLS certificates for %s: %s" % (cfg.host, e)) from None
+    if cfg.assert_hostname is not None:
+        pool["assert_hostname"] = cfg.assert_hostname
+    if cfg.tls_server_name:
+        pool["server_hostname"] = cfg.tls_server_name  # SNI and the name the certificate must match
+    return pool
 
 
 def _bypass_proxy(host, no_proxy):
@@ -206,57 +527,30 @@ def _bypass_proxy(host, no_proxy):
 
 
 def client_from_configuration(cfg, impersonate_user=None, impersonate_groups=None, maxsize=8):
-    """Build a :class:`KubeClient` from a ``Configuration`` (TLS, proxy, auth header)."""
-    pool = {}
-    if cfg.host.startswith("https"):
-        if cfg.verify_ssl:
-            pool["cert_reqs"] = "CERT_REQUIRED"
-            if cfg.ssl_ca_cert:
-                pool["ca_certs"] = cfg.ssl_ca_cert
-            else:
-                try:
-                    import certifi  # pylint: disable=import-outside-toplevel
-
-                    pool["ca_certs"] = certifi.where()
-                except ImportError:
-                    pass
-        else:
-            pool["cert_reqs"] = "CERT_NONE"
-        if cfg.cert_file:
-            pool["cert_file"] = cfg.cert_file
-        if cfg.key_file:
-            pool["key_file"] = cfg.key_file
-        if getattr(cfg, "assert_hostname", None) is not None:
-            pool["assert_hostname"] = cfg.assert_hostname
-        if getattr(cfg, "tls_server_name", None):
-            pool["server_hostname"] = cfg.tls_server_name
+    """Build a :class:`KubeClient` from a :class:`ClusterConfig` (TLS, proxy, auth header)."""
+    pool = tls_pool_kwargs(cfg) if cfg.host.startswith("https") else {}
     if not cfg.verify_ssl:
         urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
 
-    basic = None
-    if cfg.username is not None and cfg.password is not None and cfg.username != "":
-        basic = urllib3.util.make_headers(basic_auth="%s:%s" % (cfg.username, cfg.password)).get("authorization")
+    dynamic = cfg.authorization
+    header = static_authorization(cfg)
 
     def auth():
-        token = cfg.get_api_key_with_prefix("authorization") or cfg.get_api_key_with_prefix("BearerToken")
-        if token:
-            return {"Authorization": token}
-        if basic:
-            return {"Authorization": basic}
-        return {}
+        value = dynamic() if dynamic is not None else header
+        return {"Authorization": value} if value else {}
 
     headers = {"User-Agent": "stacksync.k8s"}
     if impersonate_user:
         headers["Impersonate-User"] = impersonate_user
     groups = list(impersonate_groups or [])
-    proxy = cfg.proxy if cfg.proxy and not _bypass_proxy(cfg.host, getattr(cfg, "no_proxy", None)) else None
+    proxy = cfg.proxy if cfg.proxy and not _bypass_proxy(cfg.host, cfg.no_proxy) else None
     return KubeClient(cfg.host, auth=auth, headers=headers, pool_kwargs=pool, proxy=proxy,
-                      proxy_headers=getattr(cfg, "proxy_headers", None), impersonate_groups=groups, maxsize=maxsize)
+                      proxy_headers=cfg.proxy_headers, impersonate_groups=groups, maxsize=maxsize)
 
 
 def build_client(params, maxsize=8, environ=None):
     """``(KubeClient, context_namespace)`` from module params (+ environment)."""
     auth = resolve_auth_params(params, environ)
-    cfg, namespace = load_configuration(auth)
+    cfg, namespace = load_configuration(auth, environ)
     client = client_from_configuration(cfg, auth.get("impersonate_user"), auth.get("impersonate_groups"), maxsize)
     return client, namespace

@@ -4,9 +4,9 @@
 """A small, thread-safe Kubernetes API client: raw JSON over one urllib3 connection pool.
 
 Why not the ``kubernetes`` package's API classes: they deserialize into model objects, open a pool
-per ``ApiClient`` and are slow for thousands of objects. We only use the package to *load*
-credentials (kubeconfig incl. exec plugins, in-cluster config) into a
-``kubernetes.client.Configuration`` (see :mod:`.auth`); every request then goes through
+per ``ApiClient`` and are slow for thousands of objects (importing them alone costs about a
+second per run). Credentials are loaded by :mod:`.auth` (kubeconfig parsed there; the package only
+for exec / auth-provider plugins and in-cluster config); every request goes through
 :class:`KubeClient`, which owns a single ``urllib3.PoolManager`` sized for the worker threads.
 
 Retries: 429 (honouring ``Retry-After``), 5xx and connection errors are retried with bounded
@@ -114,7 +114,7 @@ class KubeClient:
     :param server: API server URL (``https://host:port``).
     :param auth: callable returning a dict of auth headers (called per request so exec plugins and
         refreshed tokens keep working), or ``None``.
-    :param pool_kwargs: TLS / proxy keyword arguments for urllib3 (see :func:`.auth.pool_kwargs`).
+    :param pool_kwargs: TLS / proxy keyword arguments for urllib3 (see :func:`.auth.tls_pool_kwargs`).
     """
 
     def __init__(self, server, auth=None, headers=None, pool_kwargs=None, proxy=None, proxy_headers=None,
