@@ -12,7 +12,6 @@ import re
 import sys
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.stacksync.k8s.plugins.module_utils.diff import redact_secret
 
 #: (import flag module attribute, pip requirement) checked before anything else runs.
 REQUIREMENTS = (
@@ -21,16 +20,24 @@ REQUIREMENTS = (
 )
 
 
-def redact_resources(resources):
-    """Copy of ``resources`` with every Secret's data/stringData values replaced by a marker."""
+def summarize_resources(resources):
+    """What ``resources`` held, for the logged and returned invocation: one ``apiVersion kind
+    namespace/name`` line per manifest instead of the manifests themselves.
+
+    The manifests can be thousands of objects (megabytes that Ansible would scan for no_log values,
+    send to syslog and carry back in the result) and may hold Secret data; their outcome is
+    reported per object in ``applied`` / ``pruned`` anyway.
+    """
     if not isinstance(resources, list):
         return resources
     out = []
     for item in resources:
-        if isinstance(item, dict) and item.get("kind") == "Secret":
-            out.append(redact_secret(item))
-        else:
-            out.append(item)
+        if not isinstance(item, dict):
+            out.append("(%s)" % type(item).__name__)
+            continue
+        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        where = "/".join(str(meta[k]) for k in ("namespace", "name") if meta.get(k))
+        out.append(" ".join(str(x) for x in (item.get("apiVersion"), item.get("kind"), where) if x))
     return out
 
 
@@ -47,11 +54,11 @@ def redact_url_credentials(value):
 
 
 class StackModule(AnsibleModule):
-    """AnsibleModule that never logs or echoes Secret values passed in ``resources``.
+    """AnsibleModule that never logs or echoes the manifests passed in ``resources``.
 
     ``resources`` cannot be ``no_log`` (Ansible would then mask every string in it -- namespaces,
     kinds -- throughout the result), so the invocation logged to syslog and returned as
-    ``invocation`` carries a redacted copy instead.
+    ``invocation`` lists the objects by identity instead (:func:`summarize_resources`).
     """
 
     def __init__(self, *args, **kwargs):
@@ -65,7 +72,7 @@ class StackModule(AnsibleModule):
     def _safe_params(self):
         params = copy.copy(self.params)
         if "resources" in params:
-            params["resources"] = redact_resources(params["resources"])
+            params["resources"] = summarize_resources(params["resources"])
         for name in URL_OPTIONS:
             if name in params:
                 params[name] = redact_url_credentials(params[name])

@@ -147,6 +147,7 @@ class Discovery:
         self._map = executor_map
         self._index = None
         self.fetches = 0
+        self.from_cache = False  # the index in use was read from the disk cache
 
     # -- loading ----------------------------------------------------------------------------
     def _cache_file(self):
@@ -234,6 +235,7 @@ class Discovery:
     def index(self):
         if self._index is None:
             self._index = self._load_cache()
+            self.from_cache = self._index is not None
             if self._index is None:
                 self._index = self._fetch()
                 self._save_cache(self._index)
@@ -243,8 +245,14 @@ class Discovery:
         """Forget what we know (and the disk cache) and read discovery again."""
         self._drop_cache()
         self._index = self._fetch()
+        self.from_cache = False
         self._save_cache(self._index)
         return self._index
+
+    def invalidate(self):
+        """After a failed run that used the disk cache: drop it, so the next run reads discovery afresh."""
+        if self.from_cache:
+            self._drop_cache()
 
     # -- queries ----------------------------------------------------------------------------
     def lookup(self, group, kind, version=None):

@@ -64,6 +64,9 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.record import LeaseL
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, compile_conditions, is_ready
 
 ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+#: page size of the label-selected lists of one stack's objects (kubectl pages by 500; these lists
+#: are read whole anyway, so bigger pages only save round trips)
+LIST_PAGE_SIZE = 1000
 #: first delay (seconds) when polling for CRDs to be Established; doubles up to ``poll_interval``
 FIRST_POLL_DELAY = 0.05
 
@@ -318,10 +321,10 @@ class StackManager:
 
     def _list(self, info, selector, namespaces=None):
         if namespaces is None or not info.namespaced:
-            return self.client.list(info.collection_path(None), label_selector=selector)
+            return self.client.list(info.collection_path(None), label_selector=selector, limit=LIST_PAGE_SIZE)
         items = []
         for ns in namespaces:
-            items.extend(self.client.list(info.collection_path(ns), label_selector=selector))
+            items.extend(self.client.list(info.collection_path(ns), label_selector=selector, limit=LIST_PAGE_SIZE))
         return items
 
     def observe(self, desired, changeset):
@@ -707,8 +710,10 @@ class StackManager:
         try:
             return self._sync(resources, cs)
         except (ApiError, LockError) as e:
+            self.discovery.invalidate()
             raise StackError(str(e), cs) from None
         except StackError as e:
+            self.discovery.invalidate()  # a stale cached kind may be why it failed
             e.changeset = e.changeset or cs
             raise
         finally:

@@ -159,9 +159,12 @@ options:
     default: false
   discovery_cache_dir:
     description:
-      - Directory for a discovery cache shared between runs (like kubectl's). It is refreshed on a miss and after
-        CRDs are applied. No cache when omitted.
+      - Directory for a discovery cache shared between runs (like kubectl's C(~/.kube/cache/discovery)), one file
+        per API server URL, kept for 10 minutes. It is read again on a miss (a kind not in the cache) and after CRDs
+        are applied, and dropped after a failed run.
+      - Set to an empty string to read discovery from the API server on every run.
     type: path
+    default: ~/.kube/cache/stacksync
 extends_documentation_fragment:
   - stacksync.k8s.k8s_auth
   - ansible.builtin.action_common_attributes
@@ -293,7 +296,7 @@ ARGUMENT_SPEC = dict(
     )),
     concurrency=dict(type="int", default=16),
     full_prune_scan=dict(type="bool", default=False),
-    discovery_cache_dir=dict(type="path"),
+    discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 

@@ -45,6 +45,12 @@ options:
     description: Maximum number of API requests in flight.
     type: int
     default: 16
+  discovery_cache_dir:
+    description:
+      - Directory for the discovery cache shared between runs (see M(stacksync.k8s.stack)).
+      - Set to an empty string to read discovery from the API server on every run.
+    type: path
+    default: ~/.kube/cache/stacksync
 extends_documentation_fragment:
   - stacksync.k8s.k8s_auth
   - ansible.builtin.action_common_attributes
@@ -128,6 +134,7 @@ ARGUMENT_SPEC = dict(
     record_namespace=dict(type="str", default="kube-system"),
     full_prune_scan=dict(type="bool", default=False),
     concurrency=dict(type="int", default=16),
+    discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 
@@ -144,7 +151,8 @@ def main():
     try:
         manager = StackManager(client, params["name"], namespace=params["namespace"] or context_namespace or "default",
                                record_namespace=params["record_namespace"], concurrency=max(params["concurrency"], 1),
-                               full_prune_scan=params["full_prune_scan"], check_mode=True)
+                               full_prune_scan=params["full_prune_scan"], check_mode=True,
+                               discovery_cache_dir=params["discovery_cache_dir"])
         report = manager.inspect(params["resources"])
     except StackError as e:
         module.fail_json(msg=str(e))

@@ -131,3 +131,60 @@ def test_stack_info_module(tmp_path, kube, ns):
     r, _ = run(tmp_path, kube, [], variables, playbook=INFO_PLAYBOOK)
     assert not r["changed"] and r["commit"] == "beef"
     assert [(o["name"], o["status"]) for o in r["objects"]] == [("c", "out_of_date")]
+
+
+CACHE_PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: sync
+      stacksync.k8s.stack:
+        name: "{{ stack }}"
+        kubeconfig: "{{ kc }}"
+        record_namespace: "{{ record_ns }}"
+        namespace: "{{ ns }}"
+        discovery_cache_dir: "{{ cache }}"
+        resources: "{{ resources }}"
+      register: r
+      ignore_errors: true
+    - name: save result
+      ansible.builtin.copy:
+        content: "{{ r | to_json }}"
+        dest: "{{ out }}"
+"""
+
+
+def _cached_configmaps(cache):
+    (path,) = list(cache.glob("stacksync-discovery-*.json"))
+    doc = json.loads(path.read_text())
+    return path, doc, [r for r in doc["resources"] if r[0] == "" and r[2] == "ConfigMap"]
+
+
+def test_discovery_cache_is_shared_between_runs_refreshed_on_a_miss_and_dropped_after_a_failure(tmp_path, kube, ns):
+    cache = tmp_path / "cache"
+    variables = dict(stack="cache-" + uuid.uuid4().hex[:6], ns=ns, record_ns=ns, cache=str(cache), resources=[
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}])
+    r, _log = run(tmp_path, kube, [], variables, playbook=CACHE_PLAYBOOK)
+    assert r["changed"] and not r.get("failed"), r
+    path, doc, configmaps = _cached_configmaps(cache)
+    assert len(configmaps) == 1 and configmaps[0][3] == "configmaps" and configmaps[0][4] is True
+
+    # a miss (the kind is not in the cache) reads discovery again and rewrites the cache
+    doc["resources"] = [r for r in doc["resources"] if r[2] != "ConfigMap"]
+    path.write_text(json.dumps(doc))
+    variables["resources"][0]["data"] = {"a": "2"}
+    r, _log = run(tmp_path, kube, [], variables, playbook=CACHE_PLAYBOOK)
+    assert r["changed"] and r["counts"]["configured"] == 1 and not r.get("failed"), r
+    assert len(_cached_configmaps(cache)[2]) == 1
+
+    # a stale entry is used as it is (no discovery request); the failure it causes drops the cache
+    path, doc, configmaps = _cached_configmaps(cache)
+    configmaps[0][3] = "configmapz"
+    path.write_text(json.dumps(doc))
+    variables["resources"][0]["data"] = {"a": "3"}
+    r, _log = run(tmp_path, kube, [], variables, playbook=CACHE_PLAYBOOK)
+    assert r["failed"] and "could not find the requested resource" in r["msg"], r
+    assert not list(cache.glob("stacksync-discovery-*.json"))
+    r, _log = run(tmp_path, kube, [], variables, playbook=CACHE_PLAYBOOK)
+    assert r["changed"] and not r.get("failed"), r
+    assert _cached_configmaps(cache)[2][0][3] == "configmaps"

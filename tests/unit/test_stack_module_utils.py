@@ -3,19 +3,23 @@
 import json
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import resolve_auth_params
-from ansible_collections.stacksync.k8s.plugins.module_utils.common import redact_resources
+from ansible_collections.stacksync.k8s.plugins.module_utils.common import summarize_resources
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery, DiscoveryIndex, ResourceInfo
 
 
-def test_redact_resources_hides_secret_values_only():
+def test_invocation_lists_objects_by_identity_never_their_content():
     res = [
-        {"kind": "Secret", "metadata": {"name": "s"}, "data": {"k": "c2VjcmV0"}, "stringData": {"p": "pw"}},
-        {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "visible"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "app"},
+         "data": {"k": "c2VjcmV0"}, "stringData": {"p": "pw"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}},
+        {"kind": "ConfigMap", "metadata": "not a mapping"},
+        None,
     ]
-    out = redact_resources(res)
-    text = json.dumps(out)
-    assert "c2VjcmV0" not in text and '"pw"' not in text and "visible" in text
+    out = summarize_resources(res)
+    assert out == ["v1 Secret app/s", "v1 Namespace app", "ConfigMap", "(NoneType)"]
+    assert "c2VjcmV0" not in json.dumps(out) and "pw" not in json.dumps(out)
     assert res[0]["data"]["k"] == "c2VjcmV0"  # input untouched
+    assert summarize_resources("not a list") == "not a list"
 
 
 def test_auth_env_precedence_like_kubernetes_core():

@@ -30,6 +30,9 @@ class FakeDiscovery:
             raise UnknownKind(f"kind {kind} is not known to this cluster")
         return info
 
+    def invalidate(self):
+        """A failed run drops a disk cache; this index has none."""
+
 
 class NoWrites:
     """A client the run must not reach: prepare fails first."""
