@@ -8,6 +8,7 @@ managedFields.
 import json
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import urllib3
@@ -211,6 +212,25 @@ def test_namespace_termination(api):
     assert api.get(f"/api/v1/namespaces/{name}")[1]["status"]["phase"] == "Terminating"
     api.request("PATCH", f"{CM.format(ns=name)}/held", {"metadata": {"finalizers": None}}, "application/merge-patch+json")
     api.wait_for(lambda: api.get(f"/api/v1/namespaces/{name}")[0] == 404, timeout=60)
+
+
+def test_namespace_termination_deletes_each_object_once(kube, api):
+    """A namespace of more objects than Python's recursion limit drains completely, one DELETED each."""
+    name = unique()
+    api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    names = [f"c{i:04d}" for i in range(1100)]
+    with ThreadPoolExecutor(8) as pool:
+        assert set(pool.map(lambda n: api.request("POST", CM.format(ns=name), cm(n))[0], names)) == {201}
+    rv = api.get(CM.format(ns=name))[1]["metadata"]["resourceVersion"]
+    assert api.request("DELETE", f"/api/v1/namespaces/{name}")[0] == 200
+    api.wait_for(lambda: api.get(f"/api/v1/namespaces/{name}")[0] == 404, timeout=180)
+    url = f"{kube.server}{CM.format(ns=name)}?watch=true&resourceVersion={rv}&timeoutSeconds=2"
+    http = urllib3.PoolManager(cert_reqs="CERT_REQUIRED" if kube.ca_cert else "CERT_NONE", ca_certs=kube.ca_cert)
+    resp = http.request("GET", url, headers={"Authorization": f"Bearer {kube.token}"}, timeout=30)
+    assert resp.status == 200
+    events = [json.loads(line) for line in resp.data.splitlines() if line.strip()]
+    deleted = [e["object"]["metadata"]["name"] for e in events if e["type"] == "DELETED"]
+    assert sorted(deleted) == sorted([*names, "kube-root-ca.crt"])
 
 
 # ------------------------------------------------------------------------ CRUD

@@ -2,6 +2,11 @@
 
 Every public method takes the cluster lock; controllers (``controllers.py``) run inline after writes
 while the lock is held, so a write and its consequences are atomic for observers.
+
+Stored objects are never modified in place: a write stores a new object (built from copies of what it
+changes). So watch events, GET/LIST answers and write answers share the stored objects (see
+:meth:`Cluster.view`) and can be serialized after the lock is released; code that changes an object
+works on a copy (:meth:`Cluster.render`, ``util.deep``).
 """
 
 import base64
@@ -32,6 +37,7 @@ class Cluster:
         self.types = list(BUILTINS)
         self.crd_types = {}
         self.objects = collections.defaultdict(dict)
+        self.in_namespace = collections.defaultdict(dict)  # (type key, namespace) -> the part of objects[type key] in it
         self.by_uid = {}
         self.dependents = collections.defaultdict(set)
         self.rv = 100
@@ -41,35 +47,43 @@ class Cluster:
         self.ca_pem = ca_pem
         self.controllers = Controllers(self, pods_ready)
         self._timers = []
+        self._ctxs = {}  # id(type) -> (type, schema Root)
+        self._decoded = {}  # see _decoded()
         self._index_types()
         self._bootstrap()
 
     # ----------------------------------------------------------------- types
     def _index_types(self):
-        self.by_gvr = {(t.group, t.version, t.plural): t for t in self.types}
-        self.by_kind = {}
+        by_gvr = {(t.group, t.version, t.plural): t for t in self.types}
+        by_kind = {}
         for t in self.types:
-            self.by_kind.setdefault((t.group, t.kind), t)
-        self.served = {(t.group, t.version) for t in self.types}
+            by_kind.setdefault((t.group, t.kind), t)
+        served = {(t.group, t.version) for t in self.types}
+        by_key = {}
+        for t in self.types:
+            by_key.setdefault(t.key, t)
+        # one assignment: readers without the lock see the old or the new indexes, never a mix
+        self._indexes = (by_gvr, by_kind, served, by_key)
+        self.by_gvr, self.by_kind, self.served, self._by_key = self._indexes
 
     def resolve(self, group, version, plural):
         """The served resource type, or a 404 like the real server's."""
-        with self.lock:
-            rt = self.by_gvr.get((group, version, plural))
-            if rt is None:
-                if (group, version) not in self.served:
-                    raise errors.page_not_found()
-                raise errors.unknown_resource()
-            return rt
+        by_gvr, _, served, _ = self._indexes  # a consistent snapshot; no lock needed
+        rt = by_gvr.get((group, version, plural))
+        if rt is None:
+            if (group, version) not in served:
+                raise errors.page_not_found()
+            raise errors.unknown_resource()
+        return rt
 
     def type_for_kind(self, api_version, kind):
         """Resource type for an apiVersion/kind pair (None if not served)."""
         group, _, version = api_version.rpartition("/")
-        with self.lock:
-            rt = self.by_kind.get((group, kind))
-            if rt is not None and rt.version != version:
-                rt = self.by_gvr.get((group, version, rt.plural), rt)
-            return rt
+        by_gvr, by_kind, _, _ = self._indexes
+        rt = by_kind.get((group, kind))
+        if rt is not None and rt.version != version:
+            rt = by_gvr.get((group, version, rt.plural), rt)
+        return rt
 
     def register_crd(self, crd):
         """Serve the resource types a CRD defines (called once it is Established)."""
@@ -116,13 +130,17 @@ class Cluster:
         return self.objects[rt.key].get((ns or "", name))
 
     def _ctx(self, rt):
-        return Root(rt.schema, custom=rt.crd is not None)
+        hit = self._ctxs.get(id(rt))
+        if hit is None or hit[0] is not rt:  # contexts are immutable: one per served type
+            hit = self._ctxs[id(rt)] = (rt, Root(rt.schema, custom=rt.crd is not None))
+        return hit[1]
 
     def _namespace(self, name):
         return self.objects[("", "namespaces")].get(("", name))
 
     def _emit(self, etype, rt, obj):
-        self.events.append((self.rv, etype, rt.key, deep(obj)))
+        # stored objects are never modified in place (writes store new objects), so events share them
+        self.events.append((self.rv, etype, rt.key, obj))
         self.changed.notify_all()
 
     def _store(self, rt, obj, etype):
@@ -133,6 +151,7 @@ class Cluster:
             for ref in old["metadata"].get("ownerReferences") or []:
                 self.dependents[ref.get("uid")].discard((rt.key, key))
         self.objects[rt.key][key] = obj
+        self.in_namespace[(rt.key, key[0])][key] = obj
         self.by_uid[meta["uid"]] = (rt, key)
         for ref in meta.get("ownerReferences") or []:
             self.dependents[ref.get("uid")].add((rt.key, key))
@@ -142,11 +161,13 @@ class Cluster:
         meta = obj["metadata"]
         key = (meta.get("namespace", ""), meta["name"])
         self.objects[rt.key].pop(key, None)
+        self.in_namespace[(rt.key, key[0])].pop(key, None)
         self.by_uid.pop(meta["uid"], None)
         for ref in meta.get("ownerReferences") or []:
             self.dependents[ref.get("uid")].discard((rt.key, key))
         self._bump()
-        gone = deep(obj)
+        gone = dict(obj)
+        gone["metadata"] = dict(obj["metadata"])
         gone["metadata"]["resourceVersion"] = str(self.rv)
         self._emit("DELETED", rt, gone)
         self.controllers.removed(rt, obj)
@@ -171,7 +192,7 @@ class Cluster:
         return out
 
     def _type_for_key(self, tkey):
-        return next((t for t in self.types if t.key == tkey), None)
+        return self._by_key.get(tkey)
 
     def render(self, rt, obj):
         """Copy of a stored object as served by ``rt``'s version."""
@@ -179,28 +200,41 @@ class Cluster:
         out["apiVersion"] = rt.api_version
         return out
 
+    @staticmethod
+    def view(rt, obj):
+        """A stored object as served by ``rt``'s version, sharing its content: only to be serialized (or
+        read), never modified; stays valid after the lock is released since stored objects are replaced,
+        never changed in place."""
+        if obj.get("apiVersion") == rt.api_version:
+            return obj
+        out = dict(obj)
+        out["apiVersion"] = rt.api_version
+        return out
+
     # ----------------------------------------------------------------- reads
-    def get(self, rt, ns, name):
-        """GET one object."""
+    def get(self, rt, ns, name, shared=False):
+        """GET one object: a copy, or with ``shared`` a :meth:`view` (to serialize, never to modify)."""
         with self.lock:
             obj = self._find(rt, ns, name)
             if obj is None:
                 raise errors.not_found(rt, name)
-            return self.render(rt, obj)
+            return self.view(rt, obj) if shared else self.render(rt, obj)
 
     def list(self, rt, ns, label_selector="", field_selector="", limit=0, cont=""):
-        """LIST with selectors and pagination; returns the list object."""
+        """LIST with selectors and pagination; returns the list object. Its items share the stored
+        objects' content (see :meth:`view`): serialize or read them, never modify them."""
         labels = parse_label_selector(label_selector)
         fsel = parse_field_selector(field_selector, rt.kind)
         with self.lock:
             start, rv = self._decode_continue(cont)
             items = []
-            for key in sorted(self.objects[rt.key]):
-                if ns and key[0] != ns:
-                    continue
+            store = self.objects[rt.key]  # (also creates the type's entry, which orders dump())
+            if ns:
+                store = self.in_namespace.get((rt.key, ns), {})
+            for key in sorted(store):
                 if start is not None and "/".join(key) <= start:
                     continue
-                obj = self.objects[rt.key][key]
+                obj = store[key]
                 if label_match(obj["metadata"].get("labels"), labels) and field_match(obj, fsel):
                     items.append((key, obj))
             meta = {"resourceVersion": str(rv or self.rv)}
@@ -210,13 +244,10 @@ class Cluster:
                 if not labels and not fsel:
                     meta["remainingItemCount"] = len(items) - limit
                 items = items[:limit]
-            rendered = []
-            for _, obj in items:
-                item = self.render(rt, obj)
-                if rt.crd is None:
-                    item.pop("apiVersion", None)
-                    item.pop("kind", None)
-                rendered.append(item)
+            if rt.crd is None:  # built-in list items come without kind/apiVersion
+                rendered = [{k: v for k, v in obj.items() if k != "apiVersion" and k != "kind"} for _, obj in items]
+            else:
+                rendered = [self.view(rt, obj) for _, obj in items]
             return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": rendered}
 
     @staticmethod
@@ -244,12 +275,14 @@ class Cluster:
         if creating and nso["metadata"].get("deletionTimestamp"):
             raise errors.namespace_terminating(rt, name, ns)
 
-    def _prepare_body(self, rt, ns, body, name=None):
+    def _prepare_body(self, rt, ns, body, name=None, given=False):
+        """The object to store for a request body (a copy; ``given``: the body itself, a new object of plain
+        JSON values that nothing else refers to)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format - accepted media types include: "
                                      "application/json, application/yaml, application/vnd.kubernetes.protobuf")
         check_types(body)
-        obj = deep(body)
+        obj = body if given else deep(body)
         if obj.get("kind") and obj["kind"] != rt.kind:
             raise errors.bad_request(f"the API version in the data ({obj.get('apiVersion')}) does not match the expected API version "
                                      f"({rt.api_version})" if obj.get("apiVersion") != rt.api_version else
@@ -271,7 +304,7 @@ class Cluster:
         return obj
 
     def create(self, rt, ns, body, manager, dry_run=False, subresource=None):
-        """POST: create an object; returns the created object."""
+        """POST: create an object; returns the created object (like every write's answer, a :meth:`view`)."""
         with self.lock:
             obj = self._prepare_body(rt, ns, body)
             meta = obj["metadata"]
@@ -304,11 +337,11 @@ class Cluster:
         if fields_set:
             meta["managedFields"] = [_entry(manager, operation, rt.api_version, fields_set, None)]
         if dry_run:
-            return self.render(rt, obj)
+            return self.view(rt, obj)
         meta["resourceVersion"] = self._bump()
         self._store(rt, obj, "ADDED")
         self.controllers.written(rt, None, obj)
-        return self.render(rt, self._find(rt, meta.get("namespace"), meta["name"]))
+        return self.view(rt, self._find(rt, meta.get("namespace"), meta["name"]))
 
     def update(self, rt, ns, name, body, manager, dry_run=False, subresource=None):
         """PUT: replace an object (optimistic concurrency on metadata.resourceVersion)."""
@@ -334,7 +367,7 @@ class Cluster:
             old = self._find(rt, ns, name)
             if old is None:
                 raise errors.not_found(rt, name)
-            current = self.render(rt, old)
+            current = self.view(rt, old)  # the patch functions build new values (sharing what they leave alone)
             if ptype == "json":
                 new = json_patch(current, body)
             elif ptype == "merge":
@@ -361,7 +394,8 @@ class Cluster:
         meta["resourceVersion"] = ometa["resourceVersion"]
         has_status = "status" in rt.subresources
         if subresource == "status":
-            restored = deep(old)
+            # a copy of old (in its key order) but for metadata and status, set just below
+            restored = {k: None if k == "metadata" or k == "status" else deep(v) for k, v in old.items()}
             restored["status"] = obj.get("status")
             if restored["status"] is None:
                 restored.pop("status")
@@ -382,18 +416,18 @@ class Cluster:
                 raise errors.invalid(rt.kind, meta["name"], [("metadata.finalizers", "FieldValueForbidden", why)], rt.group or None)
         self._update_managed(rt, old, obj, manager, subresource, apply_sets)
         if _same(old, obj):
-            return self.render(rt, old)
+            return self.view(rt, old)
         if "generation" in ometa and _spec_changed(old, obj):
             meta["generation"] = ometa["generation"] + 1
         if dry_run:
-            return self.render(rt, obj)
+            return self.view(rt, obj)
         if ometa.get("deletionTimestamp") and not meta.get("finalizers"):
             self._remove(rt, obj)
-            return self.render(rt, obj)
+            return self.view(rt, obj)
         meta["resourceVersion"] = self._bump()
         self._store(rt, obj, "MODIFIED")
         self.controllers.written(rt, old, obj)
-        return self.render(rt, self._find(rt, meta.get("namespace"), meta["name"]) or obj)
+        return self.view(rt, self._find(rt, meta.get("namespace"), meta["name"]) or obj)
 
     def _update_managed(self, rt, old, obj, manager, subresource, apply_sets):
         """Recompute metadata.managedFields for an Update (or install precomputed Apply sets)."""
@@ -402,9 +436,10 @@ class Cluster:
         else:
             base = old["metadata"].get("managedFields") or []
             given = obj["metadata"].get("managedFields")
+            decoded = self._decoded
             if given is not None and given != base:
-                base = given
-            entries = _decode_entries(base)
+                base, decoded = given, None
+            entries = _decode_entries(base, decoded)
             ctx = self._ctx(rt)
             changed, removed = fields.compare(_skeleton(rt, old), _skeleton(rt, obj), ctx)
             drop_status = "status" in rt.subresources and subresource != "status"
@@ -442,7 +477,7 @@ class Cluster:
         config = self._prepare_body(rt, ns, body, name)
         ctx = self._ctx(rt)
         drop_status = "status" in rt.subresources and subresource != "status"
-        cfg = deep(config)
+        cfg = dict(config)  # only read (collect) and copied from (merge)
         if drop_status:
             cfg.pop("status", None)
         applied = fields.strip(fields.collect(cfg, ctx), drop_status)
@@ -457,8 +492,8 @@ class Cluster:
         want = config["metadata"].get("resourceVersion")
         if want and want != live["metadata"]["resourceVersion"]:
             raise errors.conflict(rt, name)
-        entries = _decode_entries(live["metadata"].get("managedFields") or [])
-        merged = fields.merge(deep(live), cfg, ctx)
+        entries = _decode_entries(live["metadata"].get("managedFields") or [], self._decoded)
+        merged = fields.merge(_merge_base(live, drop_status and rt.kind != "Namespace"), cfg, ctx)
         changed, _ = fields.compare(live, merged, ctx)
         conflicts = []
         for ident, entry in entries.items():
@@ -475,7 +510,8 @@ class Cluster:
         for path in sorted(previous - applied, key=len, reverse=True):
             if not fields.owned_within(path, others | applied):
                 fields.remove_path(merged, path, ctx)
-        entries[me] = {"apiVersion": rt.api_version, "set": applied, "time": entries.get(me, {}).get("time") or now()}
+        entries[me] = {"apiVersion": rt.api_version, "set": applied, "time": entries.get(me, {}).get("time") or now(),
+                       "encoded": entries.get(me, {}).get("encoded")}
         if previous != applied or changed:
             entries[me]["time"] = now()
         merged["metadata"]["managedFields"] = live["metadata"].get("managedFields")
@@ -513,12 +549,12 @@ class Cluster:
             finalizers.append("orphan")
         held = bool(finalizers) or rt.kind in ("Namespace", "CustomResourceDefinition")
         if dry_run:
-            return (self.render(rt, obj), 200) if held else (success, 200)
+            return (self.view(rt, obj), 200) if held else (success, 200)
         if not held:
             self._remove(rt, obj)
             return success, 200
         if meta.get("deletionTimestamp"):
-            return self.render(rt, obj), 200
+            return self.view(rt, obj), 200
         new = deep(obj)
         new["metadata"]["deletionTimestamp"] = now()
         if rt.kind != "Namespace":
@@ -530,7 +566,7 @@ class Cluster:
         self.controllers.terminating(rt, new)
         new["metadata"]["resourceVersion"] = self._bump()
         self._store(rt, new, "MODIFIED")
-        response = self.render(rt, new)
+        response = self.view(rt, new)
         self.controllers.deleting(rt, new, propagation)
         return response, 200
 
@@ -556,12 +592,13 @@ class Cluster:
         self._write(rt, current, new, "kube-controller-manager", False, None)
 
     def system_write(self, rt, obj, manager="kube-controller-manager", subresource=None):
-        """A write by a simulated controller (create if missing, else update)."""
+        """A write by a simulated controller (create if missing, else update). ``obj`` is given away: a new
+        object of plain JSON values sharing nothing (it may be stored as it is)."""
         meta = obj["metadata"]
         old = self._find(rt, meta.get("namespace"), meta["name"])
         if old is None:
-            return self._insert(rt, self._prepare_body(rt, meta.get("namespace"), obj), manager, False, None)
-        return self._write(rt, old, self._prepare_body(rt, meta.get("namespace"), obj, meta["name"]), manager, False, subresource)
+            return self._insert(rt, self._prepare_body(rt, meta.get("namespace"), obj, given=True), manager, False, None)
+        return self._write(rt, old, self._prepare_body(rt, meta.get("namespace"), obj, meta["name"], given=True), manager, False, subresource)
 
     # ------------------------------------------------------------- watching
     def watch_events(self, since, timeout):
@@ -571,7 +608,13 @@ class Cluster:
                 raise errors.gone(f"too old resource version: {since} ({self.events[0][0] - 1})")
             if not self.events or self.events[-1][0] <= since:
                 self.changed.wait(timeout)
-            return [e for e in self.events if e[0] > since]
+            newer = []  # the events are in resourceVersion order: take the newer ones from the end
+            for e in reversed(self.events):
+                if e[0] <= since:
+                    break
+                newer.append(e)
+            newer.reverse()
+            return newer
 
     # ---------------------------------------------------------------- timers
     def schedule(self, delay, fn):
@@ -606,13 +649,27 @@ class Cluster:
 
 
 def _skeleton(rt, obj):
-    """The object with the zero-value structs of its kind filled in (empty dicts / lists)."""
-    out = deep(obj)
+    """The object with the zero-value structs of its kind filled in (empty dicts / lists).
+
+    Only read (compared) by the callers, so it shares ``obj``'s content: just the maps on the
+    skeleton paths are copied before they are filled in."""
+    out = dict(obj)
+    own = {id(out)}  # the maps of ``out`` that are copies (may be changed)
     for path in (*SKELETONS.get(rt.kind, ()), "metadata"):
         cur = out
         parts = path.split(".")
         for part in parts[:-1]:
-            cur = cur.setdefault(part, {}) if isinstance(cur.get(part), dict) or part not in cur else cur[part]
+            child = cur.get(part)
+            if isinstance(child, dict):
+                if id(child) not in own:
+                    cur[part] = child = dict(child)
+                    own.add(id(child))
+            elif part not in cur:
+                cur[part] = child = {}
+                own.add(id(child))
+            else:
+                child = cur[part]
+            cur = child
         last = parts[-1]
         if last.endswith("[]"):
             if isinstance(cur, dict) and not isinstance(cur.get(last[:-2]), list):
@@ -622,12 +679,47 @@ def _skeleton(rt, obj):
     return out
 
 
+def _merge_base(live, status_kept):
+    """``live`` for the apply merge, with None in place of the values the write replaces anyway (not worth
+    copying): ``metadata.managedFields`` (set from the entries) and, if ``status_kept``, ``status`` (the
+    live one is kept). The keys stay where they are, so the merged object keeps the live key order; a
+    None member is no change to the merged result's ``changed`` paths (only a removal, which is ignored)."""
+    meta = live["metadata"]
+    has_managed = "managedFields" in meta
+    has_status = status_kept and "status" in live
+    if not has_managed and not has_status:
+        return live
+    base = dict(live)
+    if has_managed:
+        base["metadata"] = dict(meta)
+        base["metadata"]["managedFields"] = None
+    if has_status:
+        base["status"] = None
+    return base
+
+
+def _managed_without_times(managed):
+    if not managed:
+        return managed
+    return [{k: v for k, v in e.items() if k != "time"} for e in managed]
+
+
 def _same(old, new):
-    a, b = deep(old), deep(new)
-    for o in (a, b):
-        for e in o["metadata"].get("managedFields") or []:
-            e.pop("time", None)
-    return a == b
+    """``old == new`` ignoring the times of managedFields entries (without copying either)."""
+    if old.keys() != new.keys():
+        return False
+    for k, v in old.items():
+        if k != "metadata" and new[k] != v:
+            return False
+    om, nm = old["metadata"], new["metadata"]
+    if type(om) is not dict or type(nm) is not dict:
+        return om == nm
+    if om.keys() != nm.keys():
+        return False
+    for k, v in om.items():
+        if k != "managedFields" and nm[k] != v:
+            return False
+    return _managed_without_times(om.get("managedFields")) == _managed_without_times(nm.get("managedFields"))
 
 
 def _spec_changed(old, new):
@@ -636,24 +728,47 @@ def _spec_changed(old, new):
     return body(old) != body(new) or old["metadata"].get("deletionTimestamp") != new["metadata"].get("deletionTimestamp")
 
 
-def _decode_entries(managed):
+def _decode_entries(managed, decoded=None):
+    """Entries by (manager, operation, subresource). With ``decoded`` (a cache: see :func:`_decoded`), of
+    the managedFields of a stored object, whose ``fieldsV1`` were all written by :func:`fields.to_fields_v1`:
+    an entry whose set ends up unchanged is then encoded by reusing its ``fieldsV1`` (the encoding of a
+    decoded encoding is itself)."""
     entries = {}
     for e in managed or []:
         ident = (e.get("manager", ""), e.get("operation", "Update"), e.get("subresource"))
-        entries[ident] = {"apiVersion": e.get("apiVersion", ""), "time": e.get("time"), "set": fields.from_fields_v1(e.get("fieldsV1"))}
+        encoded = e.get("fieldsV1")
+        if decoded is not None:
+            frozen = _decoded(decoded, encoded)
+            entries[ident] = {"apiVersion": e.get("apiVersion", ""), "time": e.get("time"), "set": set(frozen), "encoded": (frozen, encoded)}
+        else:
+            entries[ident] = {"apiVersion": e.get("apiVersion", ""), "time": e.get("time"), "set": fields.from_fields_v1(encoded)}
     return entries
 
 
-def _entry(manager, operation, api_version, paths, subresource, time=None):
+def _decoded(cache, encoded):
+    """The paths of a stored ``fieldsV1`` (as a frozenset), remembered in ``cache`` (id -> (fieldsV1, paths)):
+    stored objects, so their fieldsV1, never change, and a write that leaves an entry alone stores the same one."""
+    hit = cache.get(id(encoded))
+    if hit is not None and hit[0] is encoded:
+        return hit[1]
+    frozen = frozenset(fields.from_fields_v1(encoded))
+    if len(cache) >= 4096:
+        cache.clear()
+    cache[id(encoded)] = (encoded, frozen)  # (holding fieldsV1 keeps its id from being reused)
+    return frozen
+
+
+def _entry(manager, operation, api_version, paths, subresource, time=None, encoded=None):
+    fields_v1 = encoded[1] if encoded is not None and encoded[0] == paths else fields.to_fields_v1(paths)
     entry = {"manager": manager, "operation": operation, "apiVersion": api_version, "time": time or now(), "fieldsType": "FieldsV1",
-             "fieldsV1": fields.to_fields_v1(paths)}
+             "fieldsV1": fields_v1}
     if subresource:
         entry["subresource"] = subresource
     return entry
 
 
 def _encode_entries(obj, entries):
-    managed = [_entry(i[0], i[1], e["apiVersion"], e["set"], i[2], e.get("time")) for i, e in entries.items() if e["set"]]
+    managed = [_entry(i[0], i[1], e["apiVersion"], e["set"], i[2], e.get("time"), e.get("encoded")) for i, e in entries.items() if e["set"]]
     if managed:
         obj["metadata"]["managedFields"] = managed
     else:

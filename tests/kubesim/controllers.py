@@ -21,6 +21,7 @@ class Controllers:
     def __init__(self, cluster, pods_ready=True):
         self.c = cluster
         self.pods_ready = pods_ready
+        self._draining = set()  # namespaces being drained (removing their objects calls back here)
 
     def _rt(self, group, plural, version="v1"):
         return self.c.by_gvr[(group, version, plural)]
@@ -98,20 +99,38 @@ class Controllers:
         self.c.system_write(self._rt("", "configmaps"), cm)
 
     def _drain_namespace(self, ns):
-        remaining = 0
-        for rt in list(self.c.types):
-            if not rt.namespaced or rt.is_review:
-                continue
-            for key, obj in sorted(self.c.objects[rt.key].items()):
-                if key[0] != ns:
+        """Delete what a terminating namespace holds; remove the namespace once it is empty.
+
+        Each removal calls back here (``removed``): the drain in progress carries on instead, so
+        every object is deleted once (one DELETED event each) and the depth stays flat.
+        """
+        if ns in self._draining:
+            return
+        self._draining.add(ns)
+        try:
+            for rt in list(self.c.types):
+                if not rt.namespaced or rt.is_review:
                     continue
-                remaining += 1
-                if not obj["metadata"].get("deletionTimestamp"):
-                    self.c._delete(rt, obj, "Background", False)
-        if remaining == 0 or not any(k[0] == ns for t in self.c.types if t.namespaced for k in self.c.objects[t.key]):
+                self.c.objects.setdefault(rt.key, {})  # the type's entry, as a scan of objects[rt.key] made it (it orders dump())
+                bucket = self.c.in_namespace.get((rt.key, ns), {})
+                for key in sorted(bucket):
+                    obj = bucket.get(key)  # None if removed meanwhile (a dependent collected with its owner)
+                    if obj is not None and not obj["metadata"].get("deletionTimestamp"):
+                        self.c._delete(rt, obj, "Background", False)
+        finally:
+            self._draining.discard(ns)
+        if not self._has_content(ns):
             nso = self.c._namespace(ns)
             if nso is not None and not nso["metadata"].get("finalizers"):
                 self.c._remove(self._rt("", "namespaces"), nso)
+
+    def _has_content(self, ns):
+        for t in self.c.types:
+            if t.namespaced:
+                self.c.objects.setdefault(t.key, {})  # as a scan of objects[t.key] did
+                if self.c.in_namespace.get((t.key, ns)):
+                    return True
+        return False
 
     # -------------------------------------------------------------------- GC
     def _collect(self, rt, dep):
@@ -246,8 +265,7 @@ class Controllers:
             if not status[key]:
                 del status[key]
         if _status_differs(live.get("status"), status):
-            new = deep(live)
-            new["status"] = status
+            new = _for_status(live, status)
             self.c._write(dep_rt, live, new, _CM, False, "status")
 
     def _replicaset(self, rs):
@@ -267,8 +285,7 @@ class Controllers:
                 del status[key]
         live = self.c._find(rs_rt, rs["metadata"]["namespace"], rs["metadata"]["name"])
         if live is not None and _status_differs(live.get("status"), status):
-            new = deep(live)
-            new["status"] = status
+            new = _for_status(live, status)
             self.c._write(rs_rt, live, new, _CM, False, "status")
 
     def _new_pod(self, rs):
@@ -284,14 +301,14 @@ class Controllers:
 
     def _run_pod(self, rt, pod):
         t = now()
-        new = deep(pod)
-        new["status"] = {"phase": "Running", "podIP": f"10.244.0.{1 + len(self.c.objects[rt.key]) % 250}", "startTime": t,
-                         "conditions": [{"type": c, "status": "True", "lastProbeTime": None, "lastTransitionTime": t}
-                                        for c in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
-                         "containerStatuses": [{"name": c.get("name"), "image": c.get("image"), "imageID": "", "ready": True, "restartCount": 0,
-                                                "started": True, "state": {"running": {"startedAt": t}}}
-                                               for c in pod["spec"].get("containers") or []],
-                         "qosClass": "BestEffort"}
+        status = {"phase": "Running", "podIP": f"10.244.0.{1 + len(self.c.objects[rt.key]) % 250}", "startTime": t,
+                  "conditions": [{"type": c, "status": "True", "lastProbeTime": None, "lastTransitionTime": t}
+                                 for c in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
+                  "containerStatuses": [{"name": c.get("name"), "image": c.get("image"), "imageID": "", "ready": True, "restartCount": 0,
+                                         "started": True, "state": {"running": {"startedAt": t}}}
+                                        for c in pod["spec"].get("containers") or []],
+                  "qosClass": "BestEffort"}
+        new = _for_status(pod, status)
         self.c._write(rt, pod, new, "kubelet", False, "status")
 
     def _workload_status(self, rt, obj):
@@ -304,9 +321,17 @@ class Controllers:
             status = {"observedGeneration": obj["metadata"].get("generation", 1), "desiredNumberScheduled": 1, "currentNumberScheduled": 1,
                       "numberReady": ready, "numberAvailable": ready, "updatedNumberScheduled": 1, "numberMisscheduled": 0}
         if _status_differs(obj.get("status"), status):
-            new = deep(obj)
-            new["status"] = status
+            new = _for_status(obj, status)
             self.c._write(rt, obj, new, _CM, False, "status")
+
+
+def _for_status(obj, status):
+    """``obj`` with a new status, for a write of its status subresource (which takes metadata and status from
+    it, the rest from the stored object): a copy of the metadata, the rest shared, never changed."""
+    new = dict(obj)
+    new["metadata"] = deep(obj["metadata"])
+    new["status"] = status
+    return new
 
 
 def _condition(obj, ctype):

@@ -4,8 +4,10 @@ A field set is a Python ``set`` of paths; a path is a tuple of path elements as 
 ``fieldsV1``: ``f:<name>``, ``k:<json object of key fields>``, ``v:<json value>``.
 """
 
-import copy
 import json
+from json.encoder import encode_basestring_ascii as _json_str
+
+from .util import deep
 
 # Fields never tracked in managedFields.
 _IGNORED = {("f:apiVersion",), ("f:kind",)} | {("f:metadata", f"f:{n}") for n in (
@@ -16,12 +18,17 @@ _IGNORED = {("f:apiVersion",), ("f:kind",)} | {("f:metadata", f"f:{n}") for n in
 def item_key(item, keys):
     """The ``k:`` element for an associative-list item (missing protocol defaults to TCP)."""
     values = {}
+    plain = True
     for k in keys:
         v = item.get(k) if isinstance(item, dict) else None
         if v is None and k == "protocol":
             v = "TCP"
         if v is not None:
             values[k] = v
+            plain = plain and (type(v) is str or type(v) is int)
+    if plain:  # what json.dumps(values, sort_keys=True, separators=(",", ":")) writes, without its set-up
+        return "k:{" + ",".join(_json_str(k) + ":" + (_json_str(values[k]) if type(values[k]) is str else int.__repr__(values[k]))
+                                for k in sorted(values)) + "}"
     return "k:" + json.dumps(values, sort_keys=True, separators=(",", ":"))
 
 
@@ -78,6 +85,8 @@ def compare(old, new, ctx, path=(), changed=None, removed=None):
     """Paths added or modified (``changed``) and removed between two values, Update semantics."""
     changed = set() if changed is None else changed
     removed = set() if removed is None else removed
+    if old is not None and old == new:  # nothing added, modified or removed below equal values
+        return changed, removed
     if old is None:
         if new is not None:
             collect(new, ctx, path, True, changed)
@@ -132,17 +141,23 @@ def strip(paths, drop_status=False):
 
 
 def merge(live, config, ctx):
-    """Server-side apply merge of an applied configuration into the live value."""
+    """Server-side apply merge of an applied configuration into the live value (a new value; the
+    arguments are not modified and share nothing with the result)."""
     if config is None:
-        return copy.deepcopy(live)
+        return deep(live)
     if live is None or not _is_granular(config, ctx) or type(live) is not type(config):
-        return copy.deepcopy(config)
+        return deep(config)
     if isinstance(config, dict):
-        out = copy.deepcopy(live)
+        out = dict(live)
+        merged = set()
         for k, v in config.items():
             if v is None:
                 continue
             out[k] = merge(live.get(k), v, ctx.child(k))
+            merged.add(k)
+        for k, v in out.items():
+            if k not in merged:
+                out[k] = deep(v)
         return out
     lt, keys = ctx.list_type()
     ictx = ctx.item()
@@ -152,8 +167,8 @@ def merge(live, config, ctx):
     for item in live:
         k = keyf(item)
         seen.add(k)
-        out.append(merge(item, cfg[k], ictx) if k in cfg else copy.deepcopy(item))
-    out.extend(copy.deepcopy(i) for i in config if keyf(i) not in seen)
+        out.append(merge(item, cfg[k], ictx) if k in cfg else deep(item))
+    out.extend(deep(i) for i in config if keyf(i) not in seen)
     return out
 
 
@@ -184,6 +199,24 @@ def remove_path(obj, path, ctx):
 
 def to_fields_v1(paths):
     """Encode a path set as the nested ``fieldsV1`` dict (with ``.`` for members that have children)."""
+    tree = {}
+    members = set()  # ids of the nodes of member paths
+    for p in sorted(paths):
+        node = tree
+        for e in p:
+            child = node.get(e)
+            if child is None:
+                if e <= ".":  # an element sorting before "." (not f:/k:/v:): keep the general encoder's order
+                    return _to_fields_v1_sorted(paths)
+                if not node and id(node) in members:
+                    node["."] = {}  # sorts before every f:/k:/v: element
+                child = node[e] = {}
+            node = child
+        members.add(id(node))
+    return tree
+
+
+def _to_fields_v1_sorted(paths):
     tree = {}
     for p in sorted(paths):
         node = tree

@@ -4,13 +4,15 @@ import copy
 
 from .errors import ApiError, bad_request
 from .fields import item_key
+from .util import deep
 
 
 def merge_patch(target, patch):
-    """Apply an RFC 7386 merge patch."""
+    """Apply an RFC 7386 merge patch. The result shares the parts of ``target`` the patch leaves alone
+    (``target`` itself is not modified)."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    out = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
             out.pop(k, None)
@@ -76,10 +78,10 @@ def _json_patch_op(doc, op):
 
 
 def json_patch(target, ops):
-    """Apply an RFC 6902 JSON patch; errors map to the real server's 422/500 answers."""
+    """Apply an RFC 6902 JSON patch (to a copy of ``target``, a JSON value); errors map to the real server's 422/500 answers."""
     if not isinstance(ops, list):
         raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    doc = copy.deepcopy(target)
+    doc = deep(target)
     for op in ops:
         try:
             doc = _json_patch_op(doc, op)
@@ -93,13 +95,14 @@ def strategic_merge_patch(target, patch, ctx):
     """Strategic merge patch: maps merge, lists with a merge key merge by key, other lists replace.
 
     Supports ``$patch: replace|delete`` in maps and list items, ``$deleteFromPrimitiveList/<field>``,
-    and ignores ``$setElementOrder`` / ``$retainKeys``.
+    and ignores ``$setElementOrder`` / ``$retainKeys``. The result shares the parts of ``target`` the
+    patch leaves alone (``target`` itself is not modified).
     """
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     if patch.get("$patch") == "replace":
         return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    out = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if k.startswith("$setElementOrder/") or k in ("$retainKeys", "$patch"):
             continue
@@ -127,7 +130,7 @@ def _smp_list(live, patch, ctx):
         if any(isinstance(i, dict) and i.get("$patch") == "replace" for i in patch):
             return [i for i in patch if not (isinstance(i, dict) and "$patch" in i)]
         return copy.deepcopy(patch)
-    out = copy.deepcopy(live)
+    out = list(live)
     index = {item_key(i, keys): n for n, i in enumerate(out)}
     for item in patch:
         if item.get("$patch") == "replace":

@@ -74,16 +74,32 @@ class Ctx:
         return False
 
 
+# Contexts are immutable, so each one remembers the contexts of its children (up to this many).
+_MAX_KIDS = 512
+
+
 class Typed(Ctx):
     """A position in a built-in kind, identified by the field names from the root."""
 
     def __init__(self, names=()):
         self.names = names
+        self._kids = {}
+        self._list_type = None
 
     def child(self, name):
-        return Typed((*self.names, name))
+        kid = self._kids.get(name)
+        if kid is None:
+            kid = Typed((*self.names, name))
+            if len(self._kids) < _MAX_KIDS:
+                self._kids[name] = kid
+        return kid
 
     def list_type(self):
+        if self._list_type is None:
+            self._list_type = self._compute_list_type()
+        return self._list_type
+
+    def _compute_list_type(self):
         name = self.names[-1] if self.names else ""
         parent = self.names[-2] if len(self.names) > 1 else ""
         if name == "ports" and parent in _PORT_KEYS:
@@ -124,8 +140,18 @@ class Structural(Ctx):
 
     def __init__(self, node):
         self.node = node or {}
+        self._kids = {}
+        self._item = None
 
     def child(self, name):
+        kid = self._kids.get(name)
+        if kid is None:
+            kid = self._child(name)
+            if len(self._kids) < _MAX_KIDS:
+                self._kids[name] = kid
+        return kid
+
+    def _child(self, name):
         props = self.node.get("properties")
         if props and name in props:
             return _structural(props[name])
@@ -135,7 +161,9 @@ class Structural(Ctx):
         return Deduced()
 
     def item(self):
-        return _structural(self.node.get("items") or {})
+        if self._item is None:
+            self._item = _structural(self.node.get("items") or {})
+        return self._item
 
     def list_type(self):
         lt = self.node.get("x-kubernetes-list-type", "atomic")
@@ -161,12 +189,17 @@ class Root(Ctx):
 
     def __init__(self, custom_schema=None, custom=False):
         self.custom = custom
-        self.body = _structural(custom_schema) if custom else Typed()
+        self.body = _structural(custom_schema) if custom else _TYPED_ROOT
 
     def child(self, name):
         if name == "metadata":
-            return Typed(("metadata",))
+            return _METADATA
         return self.body.child(name)
 
     def list_type(self):
         return ("atomic", None)
+
+
+# Shared by all built-in kinds (a Typed position depends only on its field names).
+_TYPED_ROOT = Typed()
+_METADATA = Typed(("metadata",))

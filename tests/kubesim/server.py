@@ -1,6 +1,9 @@
 """HTTP layer: request parsing, authentication/authorization, routing, fault injection, watch streams."""
 
+import email.parser
+import http.client
 import json
+import re
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
@@ -89,12 +92,132 @@ def verb_of(req):
     return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method) or ("delete" if req.name else "deletecollection")
 
 
+class _Headers(http.client.HTTPMessage):
+    """Request headers (an ``HTTPMessage``) whose ``get`` skips the email policy for plain ASCII values
+    (which it would return unchanged)."""
+
+    def get(self, name, failobj=None):
+        name = name.lower()
+        for k, v in self._headers:
+            if k.lower() == name:
+                return v if type(v) is str and v.isascii() else self.policy.header_fetch_parse(k, v)
+        return failobj
+
+
+# A header line as email.feedparser takes it: field name (RFC 5322 ftext) ':' value, one line ending.
+_HEADER_LINE = re.compile(rb"([\041-\071\073-\176]+):([^\r\n]*)\r?\n\Z")
+_READ_HEADERS = getattr(http.client, "_read_headers", None)
+
+
+def _parse_headers(fp):
+    """``http.client.parse_headers(fp, _class=_Headers)``: the same header lines are read (same limits
+    and errors); ordinary ``Name: value`` lines are split here, anything else goes to the email parser."""
+    if _READ_HEADERS is None:
+        return http.client.parse_headers(fp, _class=_Headers)
+    lines = _READ_HEADERS(fp)
+    if lines[-1] in (b"\r\n", b"\n"):
+        fields = []
+        for line in lines[:-1]:
+            m = _HEADER_LINE.match(line)
+            if m is None:
+                break
+            name, value = m.group(1).decode("iso-8859-1"), m.group(2).decode("iso-8859-1").lstrip(" \t")
+            if name.lower() == "content-type" and value.lower().startswith(("multipart/", "message/")):
+                break  # the email parser would look for parts in the (empty) body
+            fields.append((name, value))
+        else:
+            msg = _Headers()
+            msg._headers = fields
+            msg.set_payload("")
+            return msg
+    return email.parser.Parser(_class=_Headers).parsestr(b"".join(lines).decode("iso-8859-1"))
+
+
+_DATE = (0, "")  # (second, Date header value) of the last response
+
+
 class Handler(BaseHTTPRequestHandler):
     """Keep-alive HTTP/1.1 handler delegating to the owning simulator."""
 
     protocol_version = "HTTP/1.1"
     server_version = "kubesim"
     sys_version = ""
+    MessageClass = _Headers
+
+    def parse_request(self):
+        """``BaseHTTPRequestHandler.parse_request`` (the same in Python 3.11 to 3.13) with :func:`_parse_headers` for the headers."""
+        self.command = None  # set in case of error on the first line
+        self.request_version = version = self.default_request_version
+        self.close_connection = True
+        requestline = str(self.raw_requestline, "iso-8859-1")
+        requestline = requestline.rstrip("\r\n")
+        self.requestline = requestline
+        words = requestline.split()
+        if len(words) == 0:
+            return False
+        if len(words) >= 3:  # Enough to determine protocol version
+            version = words[-1]
+            try:
+                if not version.startswith("HTTP/"):
+                    raise ValueError
+                base_version_number = version.split("/", 1)[1]
+                version_number = base_version_number.split(".")
+                if len(version_number) != 2:
+                    raise ValueError
+                if any(not component.isdigit() for component in version_number):
+                    raise ValueError("non digit in http version")
+                if any(len(component) > 10 for component in version_number):
+                    raise ValueError("unreasonable length http version")
+                version_number = int(version_number[0]), int(version_number[1])
+            except (ValueError, IndexError):
+                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version!r})")
+                return False
+            if version_number >= (1, 1) and self.protocol_version >= "HTTP/1.1":
+                self.close_connection = False
+            if version_number >= (2, 0):
+                self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"Invalid HTTP version ({base_version_number})")
+                return False
+            self.request_version = version
+        if not 2 <= len(words) <= 3:
+            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request syntax ({requestline!r})")
+            return False
+        command, path = words[:2]
+        if len(words) == 2:
+            self.close_connection = True
+            if command != "GET":
+                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad HTTP/0.9 request type ({command!r})")
+                return False
+        self.command, self.path = command, path
+        if self.path.startswith("//"):
+            self.path = "/" + self.path.lstrip("/")  # Reduce to a single /
+        try:
+            self.headers = _parse_headers(self.rfile)
+        except http.client.LineTooLong as err:
+            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long", str(err))
+            return False
+        except http.client.HTTPException as err:
+            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers", str(err))
+            return False
+        conntype = self.headers.get("Connection", "")
+        if conntype.lower() == "close":
+            self.close_connection = True
+        elif conntype.lower() == "keep-alive" and self.protocol_version >= "HTTP/1.1":
+            self.close_connection = False
+        expect = self.headers.get("Expect", "")
+        expect_100 = expect.lower() == "100-continue" and self.protocol_version >= "HTTP/1.1" and self.request_version >= "HTTP/1.1"
+        return not expect_100 or bool(self.handle_expect_100())
+
+    def date_time_string(self, timestamp=None):
+        """The Date header value (formatted once per second)."""
+        global _DATE
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        now = time.time()
+        second, text = _DATE
+        if int(now) != second:
+            text = super().date_time_string(now)
+            _DATE = (int(now), text)
+        return text
 
     def log_message(self, format, *args):
         """Silence the default stderr access log (the simulator keeps its own)."""
@@ -229,7 +352,7 @@ class Router:
         c = self.cluster
         ns = req.namespace if rt.namespaced else None
         if verb == "get":
-            return 200, c.get(rt, ns, req.name)
+            return 200, c.get(rt, ns, req.name, shared=True)
         if verb == "list":
             limit = int(req.query.get("limit") or 0)
             return 200, c.list(rt, ns, req.query.get("labelSelector", ""), req.query.get("fieldSelector", ""), limit, req.query.get("continue", ""))
@@ -313,10 +436,58 @@ def _manager_from_agent(agent):
 
 
 def _load_apply(body):
+    fast = _json_as_yaml(body)
+    if fast is not _NOT_JSON:
+        return fast
     try:
         return yaml.safe_load(body or b"")
     except yaml.YAMLError as exc:
         raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+
+
+_NOT_JSON = object()
+# JSON texts that YAML (PyYAML's SafeLoader) reads differently or refuses: a key and its ':' on different
+# lines or far apart, surrogate-pair escapes (YAML keeps the halves), tabs (no YAML token starts with one).
+_YAML_RISKS = re.compile(rb'"[ \r\n]*[\r\n][ \r\n]*:|"[ \r\n]{32,}:|\\u[dD][89abAB]|\t')
+_NON_PRINTABLE = yaml.reader.Reader.NON_PRINTABLE
+
+
+class _Unlike(Exception):
+    """A JSON value YAML would read differently."""
+
+
+def _yaml_float(text):
+    if "e" in text or "E" in text:  # YAML 1.1 floats need a '.' and a signed exponent; '1e5' is a string there
+        raise _Unlike
+    return float(text)
+
+
+def _unlike(_text):
+    raise _Unlike  # NaN / Infinity: strings in YAML
+
+
+def _short_keys(pairs):
+    for key, _ in pairs:
+        if len(key) > 128:  # YAML refuses implicit keys longer than 1024 characters
+            raise _Unlike
+    return dict(pairs)
+
+
+def _json_as_yaml(body):
+    """``yaml.safe_load(body)`` for the JSON bodies (what clients send as apply patches) where JSON and
+    YAML agree, at JSON speed; ``_NOT_JSON`` when unsure (then YAML decides)."""
+    if not body:
+        return _NOT_JSON
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return _NOT_JSON
+    if _YAML_RISKS.search(body) or _NON_PRINTABLE.search(text):
+        return _NOT_JSON
+    try:
+        return json.loads(text, parse_float=_yaml_float, parse_constant=_unlike, object_pairs_hook=_short_keys)
+    except (ValueError, _Unlike, RecursionError):
+        return _NOT_JSON
 
 
 def watch_stream(sim, handler, req, rt):
@@ -340,7 +511,7 @@ def watch_stream(sim, handler, req, rt):
         if since == "0":
             listing = c.list(rt, ns)
             since = listing["metadata"]["resourceVersion"]
-            initial = [c.render(rt, c._find(rt, i["metadata"].get("namespace"), i["metadata"]["name"])) for i in listing["items"]]
+            initial = [c.view(rt, c._find(rt, i["metadata"].get("namespace"), i["metadata"]["name"])) for i in listing["items"]]
         since = int(since)
         c.watch_events(since, 0)
     handler.start_stream()

@@ -30,8 +30,57 @@ def template_hash(template):
     return "".join(_GEN_CHARS[b % len(_GEN_CHARS)] for b in digest[:10])
 
 
+class _NotPlain(Exception):
+    """A value a JSON round trip would change or refuse."""
+
+
+_SCALARS = frozenset((str, int, bool, type(None)))
+
+
+def _copy_dict(d):
+    out = {}
+    for k, v in d.items():
+        if type(k) is not str:
+            raise _NotPlain
+        t = type(v)
+        if t is dict:
+            v = _copy_dict(v)
+        elif t is list:
+            v = _copy_list(v)
+        elif t not in _SCALARS and (t is not float or v != v):
+            raise _NotPlain
+        out[k] = v
+    return out
+
+
+def _copy_list(items):
+    out = []
+    for v in items:
+        t = type(v)
+        if t is dict:
+            v = _copy_dict(v)
+        elif t is list:
+            v = _copy_list(v)
+        elif t not in _SCALARS and (t is not float or v != v):
+            raise _NotPlain
+        out.append(v)
+    return out
+
+
 def deep(obj):
-    """Deep copy of a JSON-like value (a JSON round trip is several times faster than copy.deepcopy)."""
+    """Deep copy of a JSON-like value, exactly what a JSON round trip gives: plain values are copied
+    structurally (several times faster); anything else (non-string keys, tuples, NaN, other types)
+    takes the round trip itself."""
+    try:
+        t = type(obj)
+        if t is dict:
+            return _copy_dict(obj)
+        if t is list:
+            return _copy_list(obj)
+        if t in _SCALARS or (t is float and obj == obj):
+            return obj
+    except (_NotPlain, RecursionError):
+        pass
     return json.loads(json.dumps(obj))
 
 
