@@ -1,8 +1,11 @@
-"""``python -m tests.bench --objects N [--tools a,b] [--latency-ms 5]``: run the benchmark of issue 7.
+"""``python -m tests.bench --objects N [--tools a,b] [--latency-ms 5 | --real | --kubeconfig PATH]``: run the benchmark of issue 7.
 
-For every tool: a fresh simulator subprocess (same build, same latency), a fresh git repository of
-N generated objects, and the four scenarios in order (first sync, no-op, 10% changed, 10%
-removed). Prints a Markdown table and writes JSON (``tests/bench/results.json`` by default).
+For every tool: a fresh cluster (by default a simulator subprocess, same build, same latency;
+with ``--real`` a kube-apiserver + kube-controller-manager from ``../shared/kube/up``), a fresh git
+repository of N generated objects, and the four scenarios in order (first sync, no-op, 10% changed,
+10% removed). With ``--kubeconfig`` all tools use that existing cluster one after another, the
+benchmark's objects deleted in between. Prints a Markdown table and writes JSON
+(``tests/bench/results.json`` by default).
 """
 
 import argparse
@@ -16,9 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import manifests, measure, profile, report, scenarios, tools
+from . import cluster, manifests, measure, profile, report, scenarios, tools
 from .repo import Repo
-from .simserver import SimProcess
 
 DEFAULT_TOOLS = ["stacksync", "stacksync-role", "k8s-list", "k8s-loop", "kubectl"]
 
@@ -29,6 +31,16 @@ def parse_args(argv):
     parser.add_argument("--tools", default=",".join(DEFAULT_TOOLS), help="comma-separated, of: " + ", ".join(tools.TOOLS))
     parser.add_argument("--scenarios", default=",".join(scenarios.SCENARIOS), help="comma-separated, in order")
     parser.add_argument("--latency-ms", type=float, default=5.0, help="simulated per-request latency (default 5)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--real", action="store_true",
+                       help="a fresh real kube-apiserver + controller-manager per tool (started with --kube-up, "
+                       "stopped after), requests counted from its /metrics")
+    where.add_argument("--kubeconfig", type=Path, help="an existing cluster for all tools, one tool after another; "
+                       "the benchmark's objects (bench-NN namespaces, its CRDs and cluster RBAC, its stacksync records "
+                       "in kube-system) are deleted before each tool and at the end")
+    parser.add_argument("--kube-up", type=Path, default=cluster.DEFAULT_KUBE_UP,
+                        help="script that starts a control plane in a directory, with `down` next to it "
+                        "(default ../shared/kube/up)")
     parser.add_argument("--loop-sample", type=int, default=50,
                         help="k8s-loop applies about this many objects and extrapolates to all (0: all objects)")
     parser.add_argument("--concurrency", type=int, help="stacksync's concurrency option (default: the module's default)")
@@ -39,11 +51,19 @@ def parse_args(argv):
                         help="skip the profile of stacksync (start-up, rendering, engine phases)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, repositories)")
     args = parser.parse_args(argv)
+    if args.ansible_venv:
+        args.ansible_venv = args.ansible_venv.absolute()  # the tools run in their own work directories
     args.tools = [t for t in args.tools.split(",") if t]
     args.scenarios = [s for s in args.scenarios.split(",") if s]
     unknown = [t for t in args.tools if t not in tools.TOOLS] + [s for s in args.scenarios if s not in scenarios.SCENARIOS]
     if unknown:
         parser.error("unknown tool or scenario: " + ", ".join(unknown))
+    if args.real:
+        args.backend = cluster.RealBackend(args.kube_up)
+    elif args.kubeconfig:
+        args.backend = cluster.KubeconfigBackend(args.kubeconfig)
+    else:
+        args.backend = cluster.SimulatorBackend(args.latency_ms)
     return args
 
 
@@ -56,8 +76,8 @@ def check_peers(args, bin_dir):
     peers = any(t.startswith("k8s-") for t in args.tools)
     if peers and not list(bin_dir.parent.glob("lib/python3*/site-packages/ansible_collections/kubernetes/core")):
         sys.exit(f"kubernetes.core is not installed next to {bin_dir}: install the `ansible` package (tests/requirements.txt pins it)")
-    if "kubectl" in args.tools and shutil.which("kubectl") is None:
-        sys.exit("kubectl is not on PATH")
+    if ("kubectl" in args.tools or args.backend.name != "simulator") and shutil.which("kubectl") is None:
+        sys.exit("kubectl is not on PATH (the kubectl tool and real clusters need it)")
 
 
 def collections_root():
@@ -82,19 +102,20 @@ def loop_stride(args):
 
 
 class Lane:
-    """One tool's run through the scenarios: its own simulator, repository and state."""
+    """One tool's run through the scenarios: its own cluster (see cluster.py), repository and state."""
 
     def __init__(self, tool, args, workdir, bin_dir):
         self.tool = tool
         self.base = workdir / tool.name
         (self.base / "home").mkdir(parents=True)
-        kubeconfig = self.base / "kubeconfig"
         self.state = scenarios.State(args.objects)
         self.repo = Repo(self.base / "repo")
-        self.env = environment(bin_dir, self.base / "home", kubeconfig)
+        self.env = environment(bin_dir, self.base / "home", self.base / "kubeconfig")
+        self.cluster = args.backend.cluster(self.base, self.env)
+        kubeconfig = self.cluster.kubeconfig  # the simulator's is base/kubeconfig; a real cluster's is elsewhere
+        self.env["KUBECONFIG"] = str(kubeconfig)
         self.ctx = tools.Context(kubeconfig, self.repo.path, self.base, bin_dir, manifests.kinds(self.state.entries),
                                  loop_stride(args), args.concurrency)
-        self.sim = SimProcess(kubeconfig, args.latency_ms, self.base / "simulator.log")
         self.failed = False
 
     def setup(self):
@@ -108,9 +129,9 @@ class Lane:
         note = scenarios.SCENARIOS[scenario](self.state)
         commit = self.repo.write(self.state.entries, f"{scenario}: {note}")
         self.ctx.peer_prune = scenario == "removed"
-        self.sim.reset()
+        self.cluster.reset()
         run = measure.run(self.tool.command(self.ctx), self.env, self.base / f"{scenario}.log", cwd=self.base)
-        rec = report.record(self.tool, scenario, note, self.state, run, self.sim.counts(), self.ctx, commit)
+        rec = report.record(self.tool, scenario, note, self.state, run, self.cluster.counts(), self.ctx, commit)
         print(report.progress_line(rec), flush=True)
         if not run.ok:
             self.failed = True
@@ -118,13 +139,27 @@ class Lane:
         return rec
 
 
+def _server_version(args, lane):
+    if getattr(args.backend, "server_version", "") is None:
+        args.backend.server_version = lane.cluster.version()
+
+
 def run_all(args, workdir, bin_dir):
-    """Scenario by scenario, every tool in turn (so a change in the machine's load hits all tools alike)."""
+    """Scenario by scenario, every tool in turn (so a change in the machine's load hits all tools alike),
+    each tool on its own cluster; on a shared existing cluster (``--kubeconfig``) tool after tool instead."""
     records = []
-    with contextlib.ExitStack() as stack:
-        lanes = [Lane(tools.TOOLS[name], args, workdir, bin_dir) for name in args.tools]
+    lanes = [Lane(tools.TOOLS[name], args, workdir, bin_dir) for name in args.tools]
+    if args.backend.sequential:
         for lane in lanes:
-            stack.enter_context(lane.sim)
+            with lane.cluster:
+                _server_version(args, lane)
+                lane.setup()
+                records.extend(lane.run(scenario) for scenario in args.scenarios if not lane.failed)
+        return records
+    with contextlib.ExitStack() as stack:
+        for lane in lanes:
+            stack.enter_context(lane.cluster)
+            _server_version(args, lane)
             lane.setup()
         for scenario in args.scenarios:
             records.extend(lane.run(scenario) for lane in lanes if not lane.failed)

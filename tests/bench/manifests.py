@@ -64,8 +64,12 @@ def _deployment(name, ns, rev):
         "env": [{"name": "REVISION", "value": str(rev)}],
         "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
     }
+    # No replicas: on a real cluster (--real) the Deployment controller would create a Pod per
+    # Deployment (never scheduled there: no scheduler, no kubelet) and churn on every rollout,
+    # CPU taken from the tools on a small machine; with 0 it still makes a ReplicaSet each. The
+    # simulator's controllers then also make a ReplicaSet and no Pod, the same work on both.
     obj["spec"] = {
-        "replicas": 1,
+        "replicas": 0,
         "selector": {"matchLabels": {"app": name}},
         "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container]}},
     }

@@ -47,6 +47,10 @@ def record(tool, scenario, note, state, run, counts, ctx, commit):
                estimated=False, tasks=task_seconds(run.log), load_avg=run.load)
     if tool.sampled and ctx.loop_stride > 1 and run.ok:
         _extrapolate(rec, state, ctx.loop_stride)
+    if "system" in counts:  # a real server: the control plane's own requests in the same window, not counted
+        rec.update(system_requests=counts["system_total"], system_requests_by_resource=counts["system"])
+    if counts.get("note"):
+        rec["requests_note"] = counts["note"]
     if not run.ok:
         rec["error"] = run.tail()
     rec["requests_total"] = sum(rec["requests"].values())
@@ -79,8 +83,9 @@ def _versions(bin_dir):
 
 def results(args, records, bin_dir, total_seconds):
     _ratios(records)
-    return dict(objects=args.objects, latency_ms=args.latency_ms, loop_sample=args.loop_sample, concurrency=args.concurrency, tools=args.tools,
-                scenarios=args.scenarios, total_seconds=total_seconds, versions=_versions(bin_dir),
+    cluster = args.backend.describe()
+    return dict(objects=args.objects, cluster=cluster, latency_ms=cluster.get("latency_ms"), loop_sample=args.loop_sample,
+                concurrency=args.concurrency, tools=args.tools, scenarios=args.scenarios, total_seconds=total_seconds, versions=_versions(bin_dir),
                 records=records, targets=targets(records, args.objects))
 
 
@@ -88,8 +93,19 @@ def _verbs(requests):
     return ", ".join(f"{v} {n}" for v, n in sorted(requests.items(), key=lambda kv: -kv[1]))
 
 
+def cluster_line(cluster):
+    if cluster["backend"] == "simulator":
+        return f"Cluster: a simulator per tool, {cluster['latency_ms']:g} ms added latency; requests counted by the simulator."
+    where = ("a fresh kube-apiserver + kube-controller-manager per tool" if cluster["backend"] == "real"
+             else f"the existing cluster of {cluster['kubeconfig']}, tool after tool")
+    return (f"Cluster: {where} ({cluster.get('server_version') or 'version unknown'}); requests counted from "
+            "apiserver_request_total, control-plane clients (system_client label) left out; "
+            f"not in that metric, so not counted: {cluster['not_counted']}.")
+
+
 def markdown(results):
-    lines = ["| scenario | tool | objects | wall s | x stacksync | CPU s | API requests | by verb | peak RSS tree MB | peak PSS MB "
+    lines = [cluster_line(results["cluster"]), "",
+             "| scenario | tool | objects | wall s | x stacksync | CPU s | API requests | by verb | peak RSS tree MB | peak PSS MB "
              "| load |",
              "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     order = {s: i for i, s in enumerate(results["scenarios"])}
