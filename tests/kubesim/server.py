@@ -1,6 +1,5 @@
 """HTTP layer: request parsing, authentication/authorization, routing, fault injection, watch streams."""
 
-import email.parser
 import http.client
 import json
 import re
@@ -104,35 +103,6 @@ class _Headers(http.client.HTTPMessage):
         return failobj
 
 
-# A header line as email.feedparser takes it: field name (RFC 5322 ftext) ':' value, one line ending.
-_HEADER_LINE = re.compile(rb"([\041-\071\073-\176]+):([^\r\n]*)\r?\n\Z")
-_READ_HEADERS = getattr(http.client, "_read_headers", None)
-
-
-def _parse_headers(fp):
-    """``http.client.parse_headers(fp, _class=_Headers)``: the same header lines are read (same limits
-    and errors); ordinary ``Name: value`` lines are split here, anything else goes to the email parser."""
-    if _READ_HEADERS is None:
-        return http.client.parse_headers(fp, _class=_Headers)
-    lines = _READ_HEADERS(fp)
-    if lines[-1] in (b"\r\n", b"\n"):
-        fields = []
-        for line in lines[:-1]:
-            m = _HEADER_LINE.match(line)
-            if m is None:
-                break
-            name, value = m.group(1).decode("iso-8859-1"), m.group(2).decode("iso-8859-1").lstrip(" \t")
-            if name.lower() == "content-type" and value.lower().startswith(("multipart/", "message/")):
-                break  # the email parser would look for parts in the (empty) body
-            fields.append((name, value))
-        else:
-            msg = _Headers()
-            msg._headers = fields
-            msg.set_payload("")
-            return msg
-    return email.parser.Parser(_class=_Headers).parsestr(b"".join(lines).decode("iso-8859-1"))
-
-
 _DATE = (0, "")  # (second, Date header value) of the last response
 
 
@@ -143,69 +113,6 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "kubesim"
     sys_version = ""
     MessageClass = _Headers
-
-    def parse_request(self):
-        """``BaseHTTPRequestHandler.parse_request`` (the same in Python 3.11 to 3.13) with :func:`_parse_headers` for the headers."""
-        self.command = None  # set in case of error on the first line
-        self.request_version = version = self.default_request_version
-        self.close_connection = True
-        requestline = str(self.raw_requestline, "iso-8859-1")
-        requestline = requestline.rstrip("\r\n")
-        self.requestline = requestline
-        words = requestline.split()
-        if len(words) == 0:
-            return False
-        if len(words) >= 3:  # Enough to determine protocol version
-            version = words[-1]
-            try:
-                if not version.startswith("HTTP/"):
-                    raise ValueError
-                base_version_number = version.split("/", 1)[1]
-                version_number = base_version_number.split(".")
-                if len(version_number) != 2:
-                    raise ValueError
-                if any(not component.isdigit() for component in version_number):
-                    raise ValueError("non digit in http version")
-                if any(len(component) > 10 for component in version_number):
-                    raise ValueError("unreasonable length http version")
-                version_number = int(version_number[0]), int(version_number[1])
-            except (ValueError, IndexError):
-                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version!r})")
-                return False
-            if version_number >= (1, 1) and self.protocol_version >= "HTTP/1.1":
-                self.close_connection = False
-            if version_number >= (2, 0):
-                self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"Invalid HTTP version ({base_version_number})")
-                return False
-            self.request_version = version
-        if not 2 <= len(words) <= 3:
-            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request syntax ({requestline!r})")
-            return False
-        command, path = words[:2]
-        if len(words) == 2:
-            self.close_connection = True
-            if command != "GET":
-                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad HTTP/0.9 request type ({command!r})")
-                return False
-        self.command, self.path = command, path
-        if self.path.startswith("//"):
-            self.path = "/" + self.path.lstrip("/")  # Reduce to a single /
-        try:
-            self.headers = _parse_headers(self.rfile)
-        except http.client.LineTooLong as err:
-            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long", str(err))
-            return False
-        except http.client.HTTPException as err:
-            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers", str(err))
-            return False
-        conntype = self.headers.get("Connection", "")
-        if conntype.lower() == "close":
-            self.close_connection = True
-        elif conntype.lower() == "keep-alive" and self.protocol_version >= "HTTP/1.1":
-            self.close_connection = False
-        expect = self.headers.get("Expect", "")
-        expect_100 = expect.lower() == "100-continue" and self.protocol_version >= "HTTP/1.1" and self.request_version >= "HTTP/1.1"
-        return not expect_100 or bool(self.handle_expect_100())
 
     def date_time_string(self, timestamp=None):
         """The Date header value (formatted once per second)."""

@@ -37,34 +37,21 @@ class _NotPlain(Exception):
 _SCALARS = frozenset((str, int, bool, type(None)))
 
 
-def _copy_dict(d):
-    out = {}
-    for k, v in d.items():
-        if type(k) is not str:
-            raise _NotPlain
-        t = type(v)
-        if t is dict:
-            v = _copy_dict(v)
-        elif t is list:
-            v = _copy_list(v)
-        elif t not in _SCALARS and (t is not float or v != v):
-            raise _NotPlain
-        out[k] = v
-    return out
-
-
-def _copy_list(items):
-    out = []
-    for v in items:
-        t = type(v)
-        if t is dict:
-            v = _copy_dict(v)
-        elif t is list:
-            v = _copy_list(v)
-        elif t not in _SCALARS and (t is not float or v != v):
-            raise _NotPlain
-        out.append(v)
-    return out
+def _copy(v):
+    """Structural copy of a plain JSON value (raises _NotPlain for anything a JSON round trip would change)."""
+    t = type(v)
+    if t is dict:
+        out = {}
+        for k, item in v.items():
+            if type(k) is not str:
+                raise _NotPlain
+            out[k] = _copy(item)
+        return out
+    if t is list:
+        return [_copy(item) for item in v]
+    if t in _SCALARS or (t is float and v == v):
+        return v
+    raise _NotPlain
 
 
 def deep(obj):
@@ -72,16 +59,9 @@ def deep(obj):
     structurally (several times faster); anything else (non-string keys, tuples, NaN, other types)
     takes the round trip itself."""
     try:
-        t = type(obj)
-        if t is dict:
-            return _copy_dict(obj)
-        if t is list:
-            return _copy_list(obj)
-        if t in _SCALARS or (t is float and obj == obj):
-            return obj
+        return _copy(obj)
     except (_NotPlain, RecursionError):
-        pass
-    return json.loads(json.dumps(obj))
+        return json.loads(json.dumps(obj))
 
 
 def dig(obj, *path, default=None):
