@@ -17,6 +17,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 REQUIREMENTS = (
     ("kubernetes", "kubernetes>=24.2.0"),
     ("urllib3", "urllib3"),
+    ("jmespath", "jmespath"),
 )
 
 
@@ -53,6 +54,31 @@ def redact_url_credentials(value):
     return URL_USERINFO_RE.sub(r"\1********@", value)
 
 
+def url_credentials(params):
+    """The ``user:password`` parts of the URL options (``host``, ``proxy``): masked like no_log values."""
+    found = set()
+    for name in URL_OPTIONS:
+        match = URL_USERINFO_RE.match(params.get(name) or "")
+        if match:
+            found.add(match.group(2))
+    return found
+
+
+def safe_params(params, argument_spec):
+    """``params`` as logged and returned under ``invocation``: manifests summarized
+    (:func:`summarize_resources`), URL credentials and no_log options masked."""
+    params = copy.copy(params)
+    if "resources" in params:
+        params["resources"] = summarize_resources(params["resources"])
+    for name in URL_OPTIONS:
+        if name in params:
+            params[name] = redact_url_credentials(params[name])
+    for name, spec in argument_spec.items():
+        if spec.get("no_log") and params.get(name) is not None:
+            params[name] = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+    return params
+
+
 class StackModule(AnsibleModule):
     """AnsibleModule that never logs or echoes the manifests passed in ``resources``.
 
@@ -64,22 +90,10 @@ class StackModule(AnsibleModule):
     def __init__(self, *args, **kwargs):
         super(StackModule, self).__init__(*args, **kwargs)
         # URL credentials are masked wherever they would appear (messages, results), like no_log values.
-        for name in URL_OPTIONS:
-            match = URL_USERINFO_RE.match(self.params.get(name) or "")
-            if match:
-                self.no_log_values.add(match.group(2))
+        self.no_log_values.update(url_credentials(self.params))
 
     def _safe_params(self):
-        params = copy.copy(self.params)
-        if "resources" in params:
-            params["resources"] = summarize_resources(params["resources"])
-        for name in URL_OPTIONS:
-            if name in params:
-                params[name] = redact_url_credentials(params[name])
-        for name, spec in self.argument_spec.items():
-            if spec.get("no_log") and params.get(name) is not None:
-                params[name] = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
-        return params
+        return safe_params(self.params, self.argument_spec)
 
     def _log_invocation(self):
         real = self.params
@@ -98,10 +112,18 @@ class StackModule(AnsibleModule):
         super(StackModule, self).fail_json(msg, **kwargs)
 
 
-def check_requirements(module, flags):
-    """Fail with missing_required_lib for the first missing package (flags: {name: (ok, error)})."""
+def missing_requirement(flags):
+    """``(message, error)`` for the first missing package (flags: ``{name: (ok, import error)}``), else None."""
     for name, requirement in REQUIREMENTS:
         ok, error = flags.get(name, (True, None))
         if not ok:
-            module.fail_json(msg="%s Install %s in the Python at %s." % (
-                missing_required_lib(requirement), requirement, sys.executable), exception=str(error))
+            return ("%s Install %s in the Python at %s." % (missing_required_lib(requirement), requirement, sys.executable),
+                    str(error))
+    return None
+
+
+def check_requirements(module, flags):
+    """Fail with missing_required_lib for the first missing package (flags: {name: (ok, error)})."""
+    problem = missing_requirement(flags)
+    if problem:
+        module.fail_json(msg=problem[0], exception=problem[1])

@@ -93,16 +93,27 @@ def run(tmp_path, kube, args, variables, verbose=False, playbook=PLAYBOOK):
     return json.loads(out.read_text()), proc.stdout + proc.stderr
 
 
-def test_module_sync_noop_check_and_no_secret_in_output(tmp_path, kube, client, ns):
+IN_PROCESS = "stacksync.k8s.stack: running in the controller's process"
+MODULE_PROCESS = "stacksync.k8s.stack: running as a module process"
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["controller-process", "module-process"])
+def test_module_sync_noop_check_and_no_secret_in_output(tmp_path, kube, client, ns, in_process):
     stack = "mod-" + uuid.uuid4().hex[:6]
     value = "pa55-" + uuid.uuid4().hex
     resources = [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}},
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"pw": value}},
     ]
-    variables = dict(stack=stack, ns=ns, record_ns=ns, resources=resources, commit="c0ffee")
+    variables = dict(stack=stack, ns=ns, record_ns=ns, resources=resources, commit="c0ffee",
+                     stacksync_in_process=in_process)
     r, log = run(tmp_path, kube, ["--diff"], variables, verbose=True)
     assert r["changed"] and r["counts"]["created"] == 2
+    assert (IN_PROCESS if in_process else MODULE_PROCESS + " (stacksync_in_process is false)") in log
+    # the invocation (shown with -vvv; not kept in registered results) lists the objects by identity
+    assert '"v1 ConfigMap c",' in log and '"v1 Secret s"' in log
+    assert [(a["kind"], a["name"], a["action"]) for a in r["applied"]] == [
+        ("ConfigMap", "c", "created"), ("Secret", "s", "created")]
     for needle in (value, base64.b64encode(value.encode()).decode()):
         assert needle not in log and needle not in json.dumps(r)
 
@@ -120,6 +131,107 @@ def test_module_sync_noop_check_and_no_secret_in_output(tmp_path, kube, client, 
     r, log = run(tmp_path, kube, [], variables)
     assert r["changed"] and [p["name"] for p in r["pruned"]] == ["s"]
     assert client.get_or_none(f"/api/v1/namespaces/{ns}/secrets/s") is None
+
+
+SRC_PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: sync
+      stacksync.k8s.stack:
+        name: "{{ stack }}"
+        kubeconfig: "{{ kc }}"
+        record_namespace: "{{ record_ns }}"
+        namespace: "{{ ns }}"
+        src: "{{ src }}"
+        render: "{{ render | default(omit) }}"
+      register: r
+      ignore_errors: true
+    - name: save result
+      ansible.builtin.copy:
+        content: "{{ r | to_json }}"
+        dest: "{{ out }}"
+"""
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["controller-process", "module-process"])
+def test_src_is_rendered_on_the_controller_and_a_broken_tree_writes_nothing(tmp_path, kube, client, ns, in_process):
+    tree = tmp_path / "checkout"
+    (tree / "apps" / "legacy").mkdir(parents=True)
+    (tree / "apps" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: '1'}\n---\n"
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: listed}}\n")
+    (tree / "apps" / "tpl.yaml.j2").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: templated}\n"
+        "data: {stack: '{{ stack }}', replicas: '{{ replicas }}'}\n")
+    (tree / "apps" / "legacy" / "old.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: legacy}\n")
+    stack = "src-" + uuid.uuid4().hex[:6]
+    variables = dict(stack=stack, ns=ns, record_ns=ns, src=str(tree / "apps"), stacksync_in_process=in_process,
+                     render=dict(root=str(tree), exclude=["legacy"], template_vars=dict(replicas=3)))
+    r, log = run(tmp_path, kube, [], variables, verbose=True, playbook=SRC_PLAYBOOK)
+    assert not r.get("failed"), r
+    assert (IN_PROCESS if in_process else MODULE_PROCESS) in log
+    assert sorted(a["name"] for a in r["applied"]) == ["listed", "plain", "templated"]
+    data = client.get(f"/api/v1/namespaces/{ns}/configmaps/templated")["data"]
+    assert data == {"stack": stack, "replicas": "3"}  # task variables and template_vars
+    annotations = client.get(f"/api/v1/namespaces/{ns}/configmaps/plain")["metadata"]["annotations"]
+    assert "stacksync.io/source" not in annotations
+
+    # a broken file fails the task naming the file and document; nothing is written, nothing pruned
+    (tree / "apps" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\n---\n"
+                                          "kind: ConfigMap\nmetadata: {name: [oops\n")
+    (tree / "apps" / "new.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: new}\n")
+    r, log = run(tmp_path, kube, [], variables, playbook=SRC_PLAYBOOK)
+    assert r["failed"] and "cm.yaml" in r["msg"] and "document 1" in r["msg"], r["msg"]
+    assert "api_requests" not in r
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/new") is None
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/listed") is not None
+
+
+VALIDATION_PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: sync
+      stacksync.k8s.stack: "{{ args }}"
+      register: r
+      ignore_errors: true
+    - name: save result
+      ansible.builtin.copy:
+        content: "{{ r | to_json }}"
+        dest: "{{ out }}"
+"""
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"name": "x", "bogus": 1}, "Unsupported parameters for (stacksync.k8s.stack) module: bogus"),
+    ({"name": "x", "src": "/nonexistent", "resources": []}, "parameters are mutually exclusive: resources|src"),
+    ({"name": "x", "concurrency": "many"}, "argument 'concurrency' is of type"),
+    ({"name": "x", "concurrency": 0, "kubeconfig": "/nonexistent"}, "concurrency must be at least 1"),
+    ({"name": "x", "src": "/nonexistent/manifests"}, "/nonexistent/manifests does not exist"),
+])
+@pytest.mark.parametrize("in_process", [True, False], ids=["controller-process", "module-process"])
+def test_invalid_arguments_fail_alike_in_both_processes(tmp_path, kube, args, message, in_process):
+    r, _log = run(tmp_path, kube, [], dict(args=args, stacksync_in_process=in_process), playbook=VALIDATION_PLAYBOOK)
+    assert r["failed"] and message in r["msg"], r["msg"]
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["controller-process", "module-process"])
+def test_credentials_are_masked_in_the_result_of_either_process(tmp_path, kube, ns, in_process):
+    secret = "pw-" + uuid.uuid4().hex
+    token = "tok-" + uuid.uuid4().hex
+    args = dict(name="creds", kubeconfig=kube.kubeconfig, namespace=ns, record_namespace=ns, api_key=token,
+                password=secret, username="someone", host=f"https://someone:{secret}@127.0.0.1:9",
+                resources=[{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}])
+    r, log = run(tmp_path, kube, [], dict(args=args, stacksync_in_process=in_process), verbose=True,
+                 playbook=VALIDATION_PLAYBOOK)
+    assert r["failed"], r  # nothing listens on port 9
+    assert secret not in log and secret not in json.dumps(r)
+    assert token not in log and token not in json.dumps(r)
+    # the invocation shown with -vvv
+    assert '"api_key": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"' in log
+    assert '"password": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"' in log
+    assert '"host": "https://********@127.0.0.1:9"' in log
 
 
 def test_stack_info_module(tmp_path, kube, ns):

@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of ``stacksync.k8s.stack``: renders ``src`` on the controller, then runs the module.
+
+The module runs in the controller's process when it would run on the controller with the same
+Python anyway (``plugin_utils/execution.py``), else as a module process, as any module would.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import sys
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.parameters import remove_values
+from ansible.module_utils.common.validation import check_type_bool
+from ansible.plugins.action import ActionBase
+from ansible.plugins.loader import lookup_loader
+from ansible.utils.display import Display
+from ansible_collections.stacksync.k8s.plugins.module_utils.common import safe_params, url_credentials
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
+    ARGUMENT_SPEC,
+    MUTUALLY_EXCLUSIVE,
+    RunFailed,
+    run_stack,
+)
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import module_process_reasons
+
+try:  # ansible-core >= 2.19: arguments may carry data tags; encode them as for a module
+    from ansible.module_utils.common.json import Direction, get_module_encoder
+
+    ARGS_ENCODER = get_module_encoder("legacy", Direction.CONTROLLER_TO_MODULE)
+except ImportError:  # pragma: no cover - ansible-core < 2.19
+    from ansible.parsing.ajson import AnsibleJSONEncoder as ARGS_ENCODER
+
+display = Display()
+
+MODULE = "stacksync.k8s.stack"
+LOOKUP = "stacksync.k8s.manifests"
+
+
+def validation_error(validated):
+    """The message AnsibleModule would fail with for a failed validation, or None."""
+    if not validated.error_messages:
+        return None
+    msg = validated.errors.msg
+    if type(validated.errors.errors[0]).__name__ == "UnsupportedError":
+        msg = "Unsupported parameters for (%s) module: %s" % (MODULE, msg)
+    return msg
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars if task_vars is not None else {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        args = dict(self._task.args)
+        validated = ArgumentSpecValidator(ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE).validate(args)
+        error = validation_error(validated)
+        if error:
+            result.update(failed=True, msg=error)
+            return result
+        params = validated.validated_parameters
+
+        if params.get("src") is not None:
+            try:
+                resources = self._render(params["src"], params.get("render") or {}, task_vars)
+            except AnsibleError as e:
+                result.update(failed=True, msg=str(e))
+                return result
+            params["resources"] = resources
+            for name in ("src", "render"):
+                args.pop(name, None)
+                params.pop(name, None)
+            args["resources"] = resources
+
+        reasons = self._module_process_reasons(task_vars)
+        if reasons:
+            display.vvv("%s: running as a module process (%s)" % (MODULE, "; ".join(reasons)),
+                        host=self._play_context.remote_addr)
+            result.update(self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
+            return result
+        display.vvv("%s: running in the controller's process" % MODULE, host=self._play_context.remote_addr)
+        result.update(self._run_in_process(params, validated))
+        return result
+
+    def _render(self, src, options, task_vars):
+        """The manifests under ``src``, rendered by the manifests lookup (templates, vault, kustomize)."""
+        lookup = lookup_loader.get(LOOKUP, loader=self._loader, templar=self._templar)
+        kwargs = dict((k, v) for k, v in options.items() if v is not None)
+        return lookup.run([src], variables=task_vars, **kwargs)
+
+    def _module_process_reasons(self, task_vars):
+        interpreter = task_vars.get("ansible_python_interpreter")
+        if isinstance(interpreter, str):
+            interpreter = self._templar.template(interpreter)
+        enabled = task_vars.get("stacksync_in_process", True)
+        if isinstance(enabled, str):
+            enabled = self._templar.template(enabled)
+        return module_process_reasons(
+            getattr(self._connection, "transport", None), become=self._play_context.become,
+            async_val=self._task.async_val, delegate_to=self._task.delegate_to, environment=self._task.environment,
+            interpreter=interpreter, controller_python=sys.executable, enabled=check_type_bool(enabled))
+
+    def _run_in_process(self, params, validated):
+        """The module's result, computed here: same checks, warnings, invocation and no_log masking."""
+        # plain values, as a module process would receive them (ansible-core 2.19 tags templated values)
+        params = json.loads(json.dumps(params, cls=ARGS_ENCODER))
+        warnings = ["Both option %s and its alias %s are set." % (w["option"], w["alias"])
+                    for w in getattr(validated, "_warnings", [])]
+        no_log_values = set(getattr(validated, "_no_log_values", set())) | url_credentials(params)
+        try:
+            result = run_stack(params, check_mode=self._task.check_mode, diff=self._task.diff, warn=warnings.append)
+        except RunFailed as e:
+            result = dict(e.result, failed=True, msg=e.msg)
+        result.setdefault("changed", False)
+        result["invocation"] = {"module_args": safe_params(params, ARGUMENT_SPEC)}
+        if warnings:
+            result["warnings"] = warnings
+        return remove_values(result, no_log_values)

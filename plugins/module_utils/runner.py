@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One run of the ``stacksync.k8s.stack`` module, shared by the module and by its action plugin.
+
+The module runs it in its own process (on the target); the action plugin runs it in the
+controller's process when the task would run the module there anyway with the same Python
+(``plugins/plugin_utils/execution.py`` decides), which saves building, starting and feeding a
+module process. Both validate their parameters with :data:`ARGUMENT_SPEC` first.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import traceback
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
+    AUTH_ARG_SPEC,
+    HAS_KUBERNETES,
+    HAS_URLLIB3,
+    KUBERNETES_IMPORT_ERROR,
+    URLLIB3_IMPORT_ERROR,
+    AuthError,
+    build_client,
+)
+from ansible_collections.stacksync.k8s.plugins.module_utils.common import missing_requirement
+from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
+
+#: suboptions of ``render`` (how the action plugin renders ``src``; the manifests lookup's options)
+RENDER_SPEC = dict(
+    root=dict(type="path"),
+    include=dict(type="list", elements="str", default=[]),
+    exclude=dict(type="list", elements="str", default=[]),
+    recursive=dict(type="bool", default=True),
+    template_vars=dict(type="dict", default={}),
+    max_file_size=dict(type="int", default=10485760),
+    kustomize_command=dict(type="list", elements="str"),
+    kustomize_timeout=dict(type="int", default=300),
+)
+
+ARGUMENT_SPEC = dict(
+    name=dict(type="str", required=True),
+    resources=dict(type="list", elements="dict", default=[]),
+    src=dict(type="path"),
+    render=dict(type="dict", options=RENDER_SPEC),
+    state=dict(type="str", default="present", choices=["present", "absent"]),
+    phase=dict(type="str", default="all", choices=["all", "apply", "prune"]),
+    prune=dict(type="bool", default=True),
+    allow_empty=dict(type="bool", default=False),
+    propagation_policy=dict(type="str", default="Background", choices=["Background", "Foreground", "Orphan"]),
+    namespace=dict(type="str"),
+    field_manager=dict(type="str", default="stacksync"),
+    force_conflicts=dict(type="bool", default=True),
+    fail_on_shared=dict(type="bool", default=False),
+    recreate_on_immutable=dict(type="bool", default=False),
+    record_namespace=dict(type="str", default="kube-system"),
+    commit=dict(type="str"),
+    wait=dict(type="bool", default=False),
+    wait_timeout=dict(type="int", default=300),
+    wait_condition=dict(type="list", elements="dict", options=dict(
+        kind=dict(type="str", required=True),
+        group=dict(type="str"),
+        expression=dict(type="str", required=True),
+    )),
+    concurrency=dict(type="int", default=16),
+    full_prune_scan=dict(type="bool", default=False),
+    discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
+)
+ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
+
+MUTUALLY_EXCLUSIVE = [("resources", "src")]
+
+
+class RunFailed(Exception):
+    """The run failed: ``msg`` for the user, ``result`` the return values to report with it."""
+
+    def __init__(self, msg, result):
+        super(RunFailed, self).__init__(msg)
+        self.msg = msg
+        self.result = result
+
+
+def _report(changeset, client, warn):
+    """Emit the run's warnings; its return values (none if it failed before any) and API request counts."""
+    result = {}
+    if changeset is not None:
+        for warning in changeset.warnings:
+            warn(warning)
+        result = changeset.result()
+    result["api_requests"] = dict(client.counts)
+    return result
+
+
+def run_stack(params, check_mode=False, diff=False, warn=None):
+    """Converge the stack described by validated ``params``; its return values.
+
+    ``warn(message)`` receives each warning (``module.warn`` in the module). Raises
+    :class:`RunFailed` (with the return values known so far) when the run fails.
+    """
+    warn = warn or (lambda message: None)
+    flags = {"kubernetes": (HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR), "urllib3": (HAS_URLLIB3, URLLIB3_IMPORT_ERROR)}
+    if params["wait_condition"]:
+        flags["jmespath"] = (HAS_JMESPATH, JMESPATH_IMPORT_ERROR)
+    problem = missing_requirement(flags)
+    if problem:
+        raise RunFailed(problem[0], dict(exception=problem[1]))
+    if params.get("src"):
+        raise RunFailed("src is rendered on the controller by the stacksync.k8s.stack action plugin; "
+                        "this module was run without it (pass the manifests in resources instead)", {})
+    if params["concurrency"] < 1:
+        raise RunFailed("concurrency must be at least 1", {})
+    try:
+        client, context_namespace = build_client(params, maxsize=params["concurrency"])
+    except AuthError as e:
+        raise RunFailed(str(e), {}) from None
+    try:
+        manager = StackManager(
+            client, params["name"], namespace=params["namespace"] or context_namespace or "default",
+            field_manager=params["field_manager"], force_conflicts=params["force_conflicts"], prune=params["prune"],
+            propagation_policy=params["propagation_policy"], allow_empty=params["allow_empty"],
+            fail_on_shared=params["fail_on_shared"], recreate_on_immutable=params["recreate_on_immutable"],
+            record_namespace=params["record_namespace"], commit=params["commit"], phase=params["phase"],
+            concurrency=params["concurrency"], full_prune_scan=params["full_prune_scan"],
+            check_mode=check_mode, diff=diff, wait=params["wait"], wait_timeout=params["wait_timeout"],
+            wait_conditions=params["wait_condition"], discovery_cache_dir=params["discovery_cache_dir"],
+            lock_timeout=params["wait_timeout"])
+        changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
+    except StackError as e:
+        result = _report(e.changeset, client, warn)
+        if e.changeset is not None and diff and e.changeset.diff:
+            result["diff"] = e.changeset.diff
+        raise RunFailed(str(e), result) from None
+    except Exception as e:  # an unexpected bug: say what failed, never dump objects
+        raise RunFailed("stack %r: unexpected error: %s" % (params["name"], e),
+                        dict(exception=traceback.format_exc(), api_requests=dict(client.counts))) from None
+    result = _report(changeset, client, warn)
+    if diff:
+        result["diff"] = changeset.diff
+    return result
