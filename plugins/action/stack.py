@@ -21,6 +21,7 @@ from ansible.module_utils.common.validation import check_type_bool
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
+from ansible.utils.vars import merge_hash
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import safe_params, url_credentials
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     ARGUMENT_SPEC,
@@ -56,6 +57,8 @@ def validation_error(validated):
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = True  # as a module process
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars if task_vars is not None else {}
@@ -85,7 +88,11 @@ class ActionModule(ActionBase):
         if reasons:
             display.vvv("%s: running as a module process (%s)" % (MODULE, "; ".join(reasons)),
                         host=self._play_context.remote_addr)
-            result.update(self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
+            wrap_async = self._task.async_val and not self._connection.has_native_async
+            result = merge_hash(result, self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars,
+                                                             wrap_async=wrap_async))
+            if not wrap_async:
+                self._remove_tmp_path(self._connection._shell.tmpdir)
             return result
         display.vvv("%s: running in the controller's process" % MODULE, host=self._play_context.remote_addr)
         result.update(self._run_in_process(params, validated))

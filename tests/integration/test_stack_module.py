@@ -234,6 +234,35 @@ def test_credentials_are_masked_in_the_result_of_either_process(tmp_path, kube, 
     assert '"host": "https://********@127.0.0.1:9"' in log
 
 
+ASYNC_PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: sync
+      stacksync.k8s.stack:
+        name: "{{ stack }}"
+        kubeconfig: "{{ kc }}"
+        record_namespace: "{{ ns }}"
+        namespace: "{{ ns }}"
+        resources: [{apiVersion: v1, kind: ConfigMap, metadata: {name: bg}, data: {a: "1"}}]
+      async: 120
+      poll: 1
+      register: r
+    - name: save result
+      ansible.builtin.copy:
+        content: "{{ r | to_json }}"
+        dest: "{{ out }}"
+"""
+
+
+def test_an_async_task_runs_as_a_module_process_in_the_background(tmp_path, kube, client, ns):
+    r, log = run(tmp_path, kube, [], dict(stack="bg-" + uuid.uuid4().hex[:6], ns=ns), verbose=True,
+                 playbook=ASYNC_PLAYBOOK)
+    assert MODULE_PROCESS + " (async task)" in log
+    assert r["changed"] and r["counts"]["created"] == 1 and r["finished"] == 1, r
+    assert client.get(f"/api/v1/namespaces/{ns}/configmaps/bg")["data"] == {"a": "1"}
+
+
 def test_stack_info_module(tmp_path, kube, ns):
     stack = "inf-" + uuid.uuid4().hex[:6]
     resources = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}]
