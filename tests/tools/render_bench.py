@@ -11,6 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.conftest import COLLECTIONS_ROOT  # noqa: F401 - puts the collection on sys.path
+
 DEPLOYMENT = """\
 ---
 apiVersion: apps/v1
