@@ -124,7 +124,8 @@ class ActionModule(ActionBase):
                     for w in getattr(validated, "_warnings", [])]
         no_log_values = set(getattr(validated, "_no_log_values", set())) | url_credentials(params)
         try:
-            result = run_stack(params, check_mode=self._task.check_mode, diff=self._task.diff, warn=warnings.append)
+            result = run_stack(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff),
+                               warn=warnings.append)
         except RunFailed as e:
             result = dict(e.result, failed=True, msg=e.msg)
         result.setdefault("changed", False)
