@@ -28,16 +28,17 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.common import missin
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
 
-#: suboptions of ``render`` (how the action plugin renders ``src``; the manifests lookup's options)
+#: suboptions of ``render``: how the action plugin renders ``src``. The manifests lookup's options;
+#: no defaults here, an option not given gets the lookup's own default.
 RENDER_SPEC = dict(
     root=dict(type="path"),
-    include=dict(type="list", elements="str", default=[]),
-    exclude=dict(type="list", elements="str", default=[]),
-    recursive=dict(type="bool", default=True),
-    template_vars=dict(type="dict", default={}),
-    max_file_size=dict(type="int", default=10485760),
+    include=dict(type="list", elements="str"),
+    exclude=dict(type="list", elements="str"),
+    recursive=dict(type="bool"),
+    template_vars=dict(type="dict"),
+    max_file_size=dict(type="int"),
     kustomize_command=dict(type="list", elements="str"),
-    kustomize_timeout=dict(type="int", default=300),
+    kustomize_timeout=dict(type="int"),
 )
 
 ARGUMENT_SPEC = dict(

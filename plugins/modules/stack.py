@@ -55,42 +55,36 @@ options:
     type: path
   render:
     description:
-      - How O(src) is rendered; the options of the C(stacksync.k8s.manifests) lookup.
+      - How O(src) is rendered; the options of the C(stacksync.k8s.manifests) lookup, with its defaults.
     type: dict
     suboptions:
       root:
         description: The checkout O(src) belongs to; nothing that resolves outside it is read (default O(src) itself).
         type: path
       include:
-        description: Glob patterns, relative to O(src), of the files to read.
+        description: Glob patterns, relative to O(src), of the files to read (default all).
         type: list
         elements: str
-        default: []
       exclude:
         description: Glob patterns, relative to O(src), of files and directories to skip.
         type: list
         elements: str
-        default: []
       recursive:
-        description: Descend into subdirectories.
+        description: Descend into subdirectories (default V(true)).
         type: bool
-        default: true
       template_vars:
         description: Extra variables for C(*.j2) templates, on top of the task's variables.
         type: dict
-        default: {}
       max_file_size:
-        description: Refuse manifest files larger than this many bytes. C(0) disables the limit.
+        description: Refuse manifest files larger than this many bytes (default 10 MiB). C(0) disables the limit.
         type: int
-        default: 10485760
       kustomize_command:
         description: Command that renders a kustomization directory (the directory is appended).
         type: list
         elements: str
       kustomize_timeout:
-        description: Seconds to wait for kustomize to render one directory.
+        description: Seconds to wait for kustomize to render one directory (default 300).
         type: int
-        default: 300
   state:
     description:
       - V(present) applies O(resources) and prunes what the stack no longer declares.
