@@ -22,9 +22,10 @@ def same_python(interpreter, controller_python):
     """Whether the ``ansible_python_interpreter`` value names the controller's own Python.
 
     Same path, or the same file reached from the same directory (``python`` / ``python3`` in one
-    virtualenv). Not the same when only the resolved file is: every virtualenv's ``python`` is a
-    link to a base interpreter, but its packages are its own. ``auto`` (interpreter discovery) and
-    commands with arguments (``/usr/bin/env python3``) are not taken as the same.
+    virtualenv, or the virtualenv through a symbolic link). Not the same when only the resolved file
+    is: every virtualenv's ``python`` is a link to a base interpreter, but its packages are its own.
+    ``auto`` (interpreter discovery) and commands with arguments (``/usr/bin/env python3``) are not
+    taken as the same.
     """
     if not isinstance(interpreter, str) or not interpreter or not controller_python:
         return False
@@ -34,7 +35,8 @@ def same_python(interpreter, controller_python):
     own = os.path.abspath(controller_python)
     if wanted == own:
         return True
-    return os.path.dirname(wanted) == os.path.dirname(own) and os.path.realpath(wanted) == os.path.realpath(own)
+    same_dir = os.path.realpath(os.path.dirname(wanted)) == os.path.realpath(os.path.dirname(own))
+    return same_dir and os.path.realpath(wanted) == os.path.realpath(own)
 
 
 def module_process_reasons(transport, become=False, async_val=0, delegate_to=None, environment=None, interpreter=None,

@@ -12,10 +12,23 @@ import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
 
-PLAYBOOK = """
+
+def play(task):
+    """A playbook on localhost running ``task`` (YAML of one task registering ``r``) and saving ``r`` to ``out``."""
+    return """
 - hosts: localhost
   gather_facts: false
   tasks:
+""" + task + """    - name: save result
+      check_mode: false
+      diff: false
+      ansible.builtin.copy:
+        content: "{{ r | to_json }}"
+        dest: "{{ out }}"
+"""
+
+
+PLAYBOOK = play("""
     - name: sync
       stacksync.k8s.stack:
         name: "{{ stack }}"
@@ -25,13 +38,7 @@ PLAYBOOK = """
         commit: "{{ commit | default(omit) }}"
         resources: "{{ resources }}"
       register: r
-    - name: save result
-      check_mode: false
-      diff: false
-      ansible.builtin.copy:
-        content: "{{ r | to_json }}"
-        dest: "{{ out }}"
-"""
+""")
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +55,7 @@ def ns(client):
         client.delete("/api/v1/namespaces/" + name)
 
 
-INFO_PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
+INFO_PLAYBOOK = play("""
     - name: info
       stacksync.k8s.stack_info:
         name: "{{ stack }}"
@@ -60,11 +64,7 @@ INFO_PLAYBOOK = """
         namespace: "{{ ns }}"
         resources: "{{ resources }}"
       register: r
-    - name: save result
-      ansible.builtin.copy:
-        content: "{{ r | to_json }}"
-        dest: "{{ out }}"
-"""
+""")
 
 
 def run(tmp_path, kube, args, variables, verbose=False, playbook=PLAYBOOK):
@@ -133,10 +133,7 @@ def test_module_sync_noop_check_and_no_secret_in_output(tmp_path, kube, client, 
     assert client.get_or_none(f"/api/v1/namespaces/{ns}/secrets/s") is None
 
 
-SRC_PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
+SRC_PLAYBOOK = play("""
     - name: sync
       stacksync.k8s.stack:
         name: "{{ stack }}"
@@ -147,11 +144,7 @@ SRC_PLAYBOOK = """
         render: "{{ render | default(omit) }}"
       register: r
       ignore_errors: true
-    - name: save result
-      ansible.builtin.copy:
-        content: "{{ r | to_json }}"
-        dest: "{{ out }}"
-"""
+""")
 
 
 @pytest.mark.parametrize("in_process", [True, False], ids=["controller-process", "module-process"])
@@ -188,19 +181,12 @@ def test_src_is_rendered_on_the_controller_and_a_broken_tree_writes_nothing(tmp_
     assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/listed") is not None
 
 
-VALIDATION_PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
+VALIDATION_PLAYBOOK = play("""
     - name: sync
       stacksync.k8s.stack: "{{ args }}"
       register: r
       ignore_errors: true
-    - name: save result
-      ansible.builtin.copy:
-        content: "{{ r | to_json }}"
-        dest: "{{ out }}"
-"""
+""")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -234,10 +220,7 @@ def test_credentials_are_masked_in_the_result_of_either_process(tmp_path, kube, 
     assert '"host": "https://********@127.0.0.1:9"' in log
 
 
-ASYNC_PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
+ASYNC_PLAYBOOK = play("""
     - name: sync
       stacksync.k8s.stack:
         name: "{{ stack }}"
@@ -248,11 +231,7 @@ ASYNC_PLAYBOOK = """
       async: 120
       poll: 1
       register: r
-    - name: save result
-      ansible.builtin.copy:
-        content: "{{ r | to_json }}"
-        dest: "{{ out }}"
-"""
+""")
 
 
 def test_an_async_task_runs_as_a_module_process_in_the_background(tmp_path, kube, client, ns):
@@ -274,10 +253,7 @@ def test_stack_info_module(tmp_path, kube, ns):
     assert [(o["name"], o["status"]) for o in r["objects"]] == [("c", "out_of_date")]
 
 
-CACHE_PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
+CACHE_PLAYBOOK = play("""
     - name: sync
       stacksync.k8s.stack:
         name: "{{ stack }}"
@@ -288,11 +264,7 @@ CACHE_PLAYBOOK = """
         resources: "{{ resources }}"
       register: r
       ignore_errors: true
-    - name: save result
-      ansible.builtin.copy:
-        content: "{{ r | to_json }}"
-        dest: "{{ out }}"
-"""
+""")
 
 
 def _cached_configmaps(cache):

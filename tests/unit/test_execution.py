@@ -51,8 +51,12 @@ def test_same_python_is_the_same_virtualenv_not_only_the_same_binary(tmp_path):
     other_bin.mkdir(parents=True)
     os.symlink(base, other_bin / "python3")
 
+    linked_venv = tmp_path / "linked-venv"
+    os.symlink(venv_bin.parent, linked_venv)
+
     own = str(venv_bin / "python3")
     assert same_python(own, own)
+    assert same_python(str(linked_venv / "bin" / "python"), own)  # the same virtualenv through a link
     assert same_python(str(venv_bin / "python"), own)  # python and python3 of one virtualenv
     assert same_python(str(venv_bin / ".." / "bin" / "python3"), own)
     # another virtualenv (or the base interpreter) links to the same file but has other packages
