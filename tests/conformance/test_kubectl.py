@@ -132,3 +132,16 @@ def test_apply_get_delete(kubectl, kube):
         kubectl("delete", "-f", "-", "--ignore-not-found", "--wait=false", input=manifests(ns, group), check=False)
     proc = kubectl("get", "ns", ns, check=False)
     assert proc.returncode != 0 or "Terminating" in proc.stdout
+
+
+@pytest.mark.parametrize("field, kind_line, type_line, description", [
+    ("configmap.data", "KIND:       ConfigMap", "FIELD: data <map[string]string>", "Data contains the configuration data."),
+    ("deployment.spec.replicas", "KIND:       Deployment", "FIELD: replicas <integer>", "Number of desired pods."),
+    ("pods.spec.containers.image", "KIND:       Pod", "FIELD: image <string>", "Container image name."),
+])
+def test_explain_reads_the_openapi_schemas(kubectl, field, kind_line, type_line, description):
+    # kubectl explain works from /openapi/v3/<group-version>: full schemas, with field types and descriptions
+    out = kubectl("explain", field).stdout
+    assert kind_line in out and type_line in out, out
+    assert description in " ".join(out.split()), out
+
