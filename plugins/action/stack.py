@@ -84,7 +84,11 @@ class ActionModule(ActionBase):
                 params.pop(name, None)
             args["resources"] = resources
 
-        reasons = self._module_process_reasons(task_vars)
+        try:
+            reasons = self._module_process_reasons(task_vars)
+        except TypeError as e:
+            result.update(failed=True, msg="stacksync_in_process: %s" % e)
+            return result
         if reasons:
             display.vvv("%s: running as a module process (%s)" % (MODULE, "; ".join(reasons)),
                         host=self._play_context.remote_addr)

@@ -202,6 +202,14 @@ def test_invalid_arguments_fail_alike_in_both_processes(tmp_path, kube, args, me
     assert r["failed"] and message in r["msg"], r["msg"]
 
 
+def test_a_stacksync_in_process_that_is_not_a_boolean_fails_the_task(tmp_path, kube, client, ns):
+    args = dict(name="notbool", kubeconfig=kube.kubeconfig, namespace=ns, record_namespace=ns,
+                resources=[{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}])
+    r, _log = run(tmp_path, kube, [], dict(args=args, stacksync_in_process="sometimes"), playbook=VALIDATION_PLAYBOOK)
+    assert r["failed"] and r["msg"].startswith("stacksync_in_process: ") and "sometimes" in r["msg"], r["msg"]
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/c") is None
+
+
 @pytest.mark.parametrize("in_process", [True, False], ids=["controller-process", "module-process"])
 def test_credentials_are_masked_in_the_result_of_either_process(tmp_path, kube, ns, in_process):
     secret = "pw-" + uuid.uuid4().hex
