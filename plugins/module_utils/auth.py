@@ -61,6 +61,9 @@ def _find_kubernetes():
 
 HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR = _find_kubernetes()
 
+#: what a client needs, for ``common.missing_requirement``: ``{package: (available, import error)}``
+CLIENT_REQUIREMENTS = {"kubernetes": (HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR), "urllib3": (HAS_URLLIB3, URLLIB3_IMPORT_ERROR)}
+
 AUTH_PROXY_HEADERS_SPEC = dict(
     proxy_basic_auth=dict(type="str", no_log=True),
     basic_auth=dict(type="str", no_log=True),

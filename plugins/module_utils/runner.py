@@ -17,10 +17,7 @@ import traceback
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
     AUTH_ARG_SPEC,
-    HAS_KUBERNETES,
-    HAS_URLLIB3,
-    KUBERNETES_IMPORT_ERROR,
-    URLLIB3_IMPORT_ERROR,
+    CLIENT_REQUIREMENTS,
     AuthError,
     build_client,
 )
@@ -101,7 +98,7 @@ def run_stack(params, check_mode=False, diff=False, warn=None):
     :class:`RunFailed` (with the return values known so far) when the run fails.
     """
     warn = warn or (lambda message: None)
-    flags = {"kubernetes": (HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR), "urllib3": (HAS_URLLIB3, URLLIB3_IMPORT_ERROR)}
+    flags = dict(CLIENT_REQUIREMENTS)
     if params["wait_condition"]:
         flags["jmespath"] = (HAS_JMESPATH, JMESPATH_IMPORT_ERROR)
     problem = missing_requirement(flags)

@@ -117,10 +117,7 @@ record:
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (  # noqa: E402
     AUTH_ARG_SPEC,
-    HAS_KUBERNETES,
-    HAS_URLLIB3,
-    KUBERNETES_IMPORT_ERROR,
-    URLLIB3_IMPORT_ERROR,
+    CLIENT_REQUIREMENTS,
     AuthError,
     build_client,
 )
@@ -141,8 +138,7 @@ ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 
 def main():
     module = StackModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    check_requirements(module, {"kubernetes": (HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR),
-                                "urllib3": (HAS_URLLIB3, URLLIB3_IMPORT_ERROR)})
+    check_requirements(module, CLIENT_REQUIREMENTS)
     params = module.params
     try:
         client, context_namespace = build_client(params, maxsize=max(params["concurrency"], 1))
