@@ -30,8 +30,8 @@ _SCALARS = {
     "bytearray": {"type": "string", "format": "byte"},
     "object": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
 }
-_LIST_RE = re.compile(r"^(?:List|list)\[(.+)\]$")
-_DICT_RE = re.compile(r"^(?:Dict\[str, (.+)\]|dict\(str, (.+)\))$")
+_LIST_RE = re.compile(r"^List\[(.+)\]$")
+_DICT_RE = re.compile(r"^Dict\[str, (.+)\]$")
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,12 +55,9 @@ def _model(name):
 
 
 def _description(cls, attr):
-    fields = getattr(cls, "model_fields", None)  # pydantic models (kubernetes >= 35)
-    if isinstance(fields, dict) and attr in fields:
-        return fields[attr].description or ""
-    doc = getattr(getattr(cls, attr, None), "__doc__", None) or ""  # older generated models: property docstrings
-    parts = [part.strip() for part in doc.split("\n\n")]
-    return parts[1] if len(parts) > 2 and not parts[1].startswith(":return") else ""
+    """A property's description (the client's pydantic models carry them; tests/requirements.txt pins it)."""
+    field = (getattr(cls, "model_fields", None) or {}).get(attr)
+    return (getattr(field, "description", None) or "") if field is not None else ""
 
 
 def _type_schema(type_name, refs):
@@ -73,7 +70,7 @@ def _type_schema(type_name, refs):
         return {"type": "array", "items": _type_schema(match.group(1), refs)}
     match = _DICT_RE.match(type_name)
     if match:
-        return {"type": "object", "additionalProperties": _type_schema(match.group(1) or match.group(2), refs)}
+        return {"type": "object", "additionalProperties": _type_schema(match.group(1), refs)}
     if _model(type_name) is not None:
         refs.add(type_name)
         return {"$ref": "#/components/schemas/" + _SCHEMA_PREFIX + type_name}
