@@ -22,7 +22,7 @@ from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
-from ansible_collections.stacksync.k8s.plugins.module_utils.common import safe_params, url_credentials
+from ansible_collections.stacksync.k8s.plugins.module_utils.common import credential_values, safe_params
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,
@@ -126,7 +126,7 @@ class ActionModule(ActionBase):
         params = json.loads(json.dumps(params, cls=ARGS_ENCODER))
         warnings = ["Both option %s and its alias %s are set." % (w["option"], w["alias"])
                     for w in getattr(validated, "_warnings", [])]
-        no_log_values = set(getattr(validated, "_no_log_values", set())) | url_credentials(params)
+        no_log_values = set(getattr(validated, "_no_log_values", set())) | credential_values(params)
         try:
             result = run_stack(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff),
                                warn=warnings.append)

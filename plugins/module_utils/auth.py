@@ -46,7 +46,7 @@ except ImportError as _e:
     HAS_URLLIB3 = False
     URLLIB3_IMPORT_ERROR = _e
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import KubeClient
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import DEFAULT_REQUEST_TIMEOUT, KubeClient
 
 
 def _find_kubernetes():
@@ -87,6 +87,7 @@ AUTH_ARG_SPEC = dict(
     persist_config=dict(type="bool"),
     impersonate_user=dict(type="str"),
     impersonate_groups=dict(type="list", elements="str"),
+    request_timeout=dict(type="float"),
 )
 
 #: option name -> legacy alias also accepted as ``K8S_AUTH_<ALIAS>`` (as kubernetes.core does).
@@ -120,6 +121,11 @@ def resolve_auth_params(params, environ=None):
                     value = _env_bool(env)
                 elif spec.get("type") == "list":
                     value = [x for x in env.split(",") if x]
+                elif spec.get("type") == "float":
+                    try:
+                        value = float(env)
+                    except ValueError:
+                        raise AuthError("K8S_AUTH_%s must be a number, got %r" % (name.upper(), env)) from None
                 elif spec.get("type") == "path":
                     value = os.path.expanduser(env)
                 else:
@@ -529,7 +535,8 @@ def _bypass_proxy(host, no_proxy):
     return False
 
 
-def client_from_configuration(cfg, impersonate_user=None, impersonate_groups=None, maxsize=8):
+def client_from_configuration(cfg, impersonate_user=None, impersonate_groups=None, maxsize=8,
+                              request_timeout=DEFAULT_REQUEST_TIMEOUT):
     """Build a :class:`KubeClient` from a :class:`ClusterConfig` (TLS, proxy, auth header)."""
     pool = tls_pool_kwargs(cfg) if cfg.host.startswith("https") else {}
     if not cfg.verify_ssl:
@@ -548,12 +555,17 @@ def client_from_configuration(cfg, impersonate_user=None, impersonate_groups=Non
     groups = list(impersonate_groups or [])
     proxy = cfg.proxy if cfg.proxy and not _bypass_proxy(cfg.host, cfg.no_proxy) else None
     return KubeClient(cfg.host, auth=auth, headers=headers, pool_kwargs=pool, proxy=proxy,
-                      proxy_headers=cfg.proxy_headers, impersonate_groups=groups, maxsize=maxsize)
+                      proxy_headers=cfg.proxy_headers, impersonate_groups=groups, maxsize=maxsize,
+                      timeout=request_timeout)
 
 
 def build_client(params, maxsize=8, environ=None):
     """``(KubeClient, context_namespace)`` from module params (+ environment)."""
     auth = resolve_auth_params(params, environ)
     cfg, namespace = load_configuration(auth, environ)
-    client = client_from_configuration(cfg, auth.get("impersonate_user"), auth.get("impersonate_groups"), maxsize)
+    timeout = auth.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT
+    if timeout <= 0:
+        raise AuthError("request_timeout must be a positive number of seconds, got %s" % timeout)
+    client = client_from_configuration(cfg, auth.get("impersonate_user"), auth.get("impersonate_groups"), maxsize,
+                                       request_timeout=timeout)
     return client, namespace

@@ -26,19 +26,22 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import plan as planner
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import MERGE_PATCH, ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
     CHECKSUM_ANNOTATION,
     DEFAULT_FIELD_MANAGER,
+    OWNER_ANNOTATION,
+    RECORD_LABEL,
     STACK_LABEL,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import in_sync, object_diff
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery, ResourceInfo, UnknownKind
-from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str, split_api_version
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str, identity_digest, split_api_version
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
     ManifestError,
     checksum,
@@ -50,7 +53,10 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
     normalize_secret,
     origin,
     owned_by,
+    owner_mark,
+    redact_secret_message,
     resolve_identity,
+    secret_shape_problem,
     size_problem,
     source_of,
     stack_checksum,
@@ -60,7 +66,15 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
     validate_manifest,
     wants_recreate,
 )
-from ansible_collections.stacksync.k8s.plugins.module_utils.record import LeaseLock, LockError, StackKey, StackRecord, now_rfc3339
+from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
+    LeaseLock,
+    LockError,
+    RecordError,
+    StackKey,
+    StackRecord,
+    is_state_object,
+    now_rfc3339,
+)
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, compile_conditions, is_ready
 
 ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
@@ -101,6 +115,16 @@ def _named(d):
     return "%s (from %s)" % (d.oid, d.source) if d.source else str(d.oid)
 
 
+def _message(d, text):
+    """An API error message about desired object ``d``: a Secret's values never appear in it."""
+    return redact_secret_message(text, d.manifest) if is_secret(d.oid) else text
+
+
+def ref_gk(ref):
+    """(group, kind) of a result entry made by :func:`_ref`."""
+    return split_api_version(ref["apiVersion"])[0], ref["kind"]
+
+
 def _ref(oid, api_version, **extra):
     out = {"apiVersion": api_version, "kind": oid.kind, "namespace": oid.namespace or None, "name": oid.name}
     out.update(extra)
@@ -114,6 +138,8 @@ class ChangeSet:
         self.applied = []
         self.pruned = []
         self.skipped = []
+        self.terminating = []  # pruned earlier, still there: finalizers pending (not a change)
+        self.released = []  # no longer ours but still declared by another stack: handed over, not deleted
         self.warnings = []
         self.errors = []
         self.diff = []
@@ -126,20 +152,21 @@ class ChangeSet:
 
     @property
     def counts(self):
-        counts = dict(created=0, configured=0, unchanged=0, pruned=len(self.pruned), skipped=len(self.skipped))
+        counts = dict(created=0, configured=0, unchanged=0, pruned=len(self.pruned), skipped=len(self.skipped),
+                      terminating=len(self.terminating), released=len(self.released))
         for item in self.applied:
             counts[item["action"]] = counts.get(item["action"], 0) + 1
         return counts
 
     @property
     def changed(self):
-        return bool(self.pruned) or any(i["action"] != "unchanged" for i in self.applied)
+        return bool(self.pruned) or bool(self.released) or any(i["action"] != "unchanged" for i in self.applied)
 
     def result(self):
         """The module's return values. Skipped objects go under ``skipped_objects``: Ansible reads a
         true ``skipped`` key as "this task was skipped". Warnings are emitted with ``module.warn()``."""
         return dict(changed=self.changed, applied=self.applied, pruned=self.pruned, skipped_objects=self.skipped,
-                    checksum=self.checksum, counts=self.counts)
+                    terminating=self.terminating, released=self.released, checksum=self.checksum, counts=self.counts)
 
 
 class Snapshot:
@@ -160,7 +187,11 @@ class StackManager:
                  fail_on_shared=False, recreate_on_immutable=False, record_namespace="kube-system", commit=None,
                  phase="all", concurrency=16, full_prune_scan=False, check_mode=False, diff=False, wait=False,
                  wait_timeout=300, wait_conditions=None, discovery=None, discovery_cache_dir=None,
-                 lock_timeout=300, lease_duration=60, crd_timeout=60, poll_interval=1.0, log=None):
+                 lock_timeout=300, lease_duration=60, crd_timeout=60, poll_interval=1.0, max_prune=None, log=None):
+        try:
+            planner.prune_limit(max_prune, 0)
+        except ValueError as e:
+            raise StackError(str(e)) from None
         if not isinstance(stack, str) or not stack or not valid_label_value(stack):
             raise StackError("stack name %r is not a valid label value (1-63 characters: letters, digits, '-', '_', "
                              "'.', beginning and ending with a letter or digit)" % (stack,))
@@ -188,8 +219,10 @@ class StackManager:
         self.lease_duration = lease_duration
         self.crd_timeout = crd_timeout
         self.poll_interval = poll_interval
+        self.max_prune = max_prune
         self.log = log or (lambda msg: None)
         self._pool = None
+        self._lock = None  # the LeaseLock while a run writes
         self.discovery = discovery or Discovery(client, cache_dir=discovery_cache_dir, executor_map=self._map)
         self.record = StackRecord(client, record_namespace, stack, field_manager)
         self.key_store = StackKey(client, record_namespace, stack, field_manager)
@@ -273,7 +306,16 @@ class StackManager:
                 errors.append("duplicate object %s (%s and %s)" % (oid, origin(*seen[oid]), origin(i, src)))
                 continue
             seen[oid] = (i, src)
+            if is_state_object(oid, self.record_namespace) or label(m, RECORD_LABEL) is not None:
+                errors.append("%s: this is (or could be) the state of a stack -- its record, key or Lease in "
+                              "record_namespace %r, named stacksync-*, or labelled %s -- and manifests may not "
+                              "declare it" % (what, self.record_namespace, RECORD_LABEL))
+                continue
             if is_secret(oid):
+                shape = secret_shape_problem(m)
+                if shape:
+                    errors.append("%s: %s" % (what, shape))
+                    continue
                 normalize_secret(m)
             too_large = size_problem(m, oid)
             if too_large:
@@ -315,6 +357,8 @@ class StackManager:
         for gk in self.record.group_kinds:
             if gk not in infos:
                 info = self.discovery.index.lookup(gk[0], gk[1])
+                if info is None and self.discovery.from_cache:
+                    info = self.discovery.fresh()[0].lookup(gk[0], gk[1])  # a cache may predate the kind
                 if info is not None:
                     infos[gk] = info
         return infos
@@ -349,6 +393,9 @@ class StackManager:
                         return info, None, str(e2)
                 return info, None, str(e)
 
+        for failed in sorted(self.discovery.index.failed):
+            changeset.warn("API %s is unavailable (its aggregated API server did not answer discovery): its kinds "
+                           "cannot be applied, checked or pruned, and no Namespace is pruned while it is" % failed)
         for info, items, problem in self._map(fetch, sorted(infos.values())):
             gk = info.group_kind
             if problem == "partial":
@@ -407,6 +454,10 @@ class StackManager:
             desired_sums = set(d.checksum for d in desired)
             for oid, (info, obj) in sorted(snap.ours.items()):
                 reason = planner.prune_decision(obj, oid, self.stack, desired_ids, desired_sums)
+                if reason is None and planner.is_terminating(obj):
+                    changeset.terminating.append(_ref(oid, obj.get("apiVersion") or info.api_version,
+                                                      reason=planner.TERMINATING))
+                    continue
                 if reason is None:
                     if not info.can("delete"):
                         reason = "the API does not allow deleting %s" % info.plural
@@ -432,7 +483,7 @@ class StackManager:
         if not pruned_ok:
             gks |= self.record.group_kinds
         fields = dict(group_kinds=gks, checksum=stack_checksum([d.checksum for d in desired]),
-                      objectCount=len(desired))
+                      objectCount=len(desired), objects=",".join(sorted(identity_digest(d.oid) for d in desired)))
         if self.commit:
             fields["commit"] = self.commit
         return fields
@@ -443,7 +494,8 @@ class StackManager:
         data = self.record.data
         if fields["group_kinds"] != self.record.group_kinds:
             return True
-        return any(key in fields and str(fields[key]) != data.get(key) for key in ("checksum", "objectCount", "commit"))
+        return any(key in fields and str(fields[key]) != data.get(key)
+                   for key in ("checksum", "objectCount", "commit", "objects"))
 
     # -- 4. write -----------------------------------------------------------------------------
     def _apply_one(self, d, live, dry_run):
@@ -461,7 +513,7 @@ class StackManager:
             if fields:
                 return None, None, ("%s: cannot change immutable field(s) %s (set recreate_on_immutable or the "
                                     "stacksync.io/recreate-on-immutable annotation to delete and recreate it): %s"
-                                    % (d.oid, ", ".join(fields), e.message))
+                                    % (d.oid, ", ".join(fields), _message(d, e.message)))
             if dry_run and e.is_not_found and (d.from_crd or d.oid.namespace in self._new_namespaces):
                 # check mode: its CRD or namespace would be created by this run, so the dry run cannot see it
                 return ("created" if live is None else "configured"), None, None
@@ -470,7 +522,7 @@ class StackManager:
                 self._dry_run_notes.append("%s: namespace %s does not exist (yet); the dry run could not check this "
                                            "object" % (_named(d), d.oid.namespace))
                 return "created", None, None
-            return None, None, "%s: apply failed: %s" % (d.oid, e.describe())
+            return None, None, "%s: apply failed: %s" % (d.oid, _message(d, e.describe()))
         if live is None and status == 201:
             return "created", obj, None
         return "configured", obj, None
@@ -480,7 +532,8 @@ class StackManager:
             self.client.delete(path, propagation_policy="Foreground")
         except ApiError as e:
             if not e.is_not_found:
-                return None, None, "%s: immutable field(s) %s changed and delete failed: %s" % (d.oid, ", ".join(fields), e)
+                return None, None, "%s: immutable field(s) %s changed and delete failed: %s" % (
+                    d.oid, ", ".join(fields), _message(d, e.describe()))
         deadline = time.time() + self.wait_timeout
         while self.client.get_or_none(path) is not None:
             if time.time() > deadline:
@@ -489,7 +542,7 @@ class StackManager:
         try:
             obj = self.client.apply(path, d.manifest, self.field_manager, force=self.force)
         except ApiError as e:
-            return None, None, "%s: recreate failed: %s" % (d.oid, e.describe())
+            return None, None, "%s: recreate failed: %s" % (d.oid, _message(d, e.describe()))
         return "configured", obj, None
 
     def _apply_all(self, to_apply, snap, changeset, dry_run):
@@ -498,6 +551,8 @@ class StackManager:
         for stage, items in planner.by_stage(to_apply, key=lambda d: d.oid):
             if stage > 0:
                 self._after_prerequisites(to_apply, changeset, dry_run)
+            if not dry_run:
+                self._ensure_lock()
 
             def one(d):
                 live = snap.ours.get(d.oid, (None, None))[1]
@@ -615,67 +670,124 @@ class StackManager:
                 return None
             return "delete refused: %s" % e.describe()
 
-    def _namespace_blockers(self, namespace, prune_ids):
-        """Objects in ``namespace`` other than ours and the cluster's own: ``[ObjectId]`` (some, not
-        necessarily all: the scan stops once it found any), or None if some kind cannot be listed.
+    def _namespace_blockers(self, namespace, prune_ids, prune_uids):
+        """What keeps ``namespace`` from being pruned: ``[ObjectId]`` (some, not necessarily all: the
+        scan stops at the first certain one), or a string saying why its contents cannot be known.
 
-        Every listable namespaced kind of discovery is read, likely holders first; a kind stops at
-        its first page holding a foreign object and the second round is skipped if the first found one.
+        Every listable namespaced kind of *fresh* discovery is read, likely holders first. Objects
+        with owners are judged once everything is read (their owners may be anywhere in it).
         """
+        index, _changed = self.discovery.fresh()
+        if index.failed:
+            return "discovery of %s failed, so what the namespace holds cannot be known" % ", ".join(sorted(index.failed))
+        listed = []
+
         def fetch(info):
             try:
+                found = []
                 for page in self.client.pages(info.collection_path(namespace)):
-                    found = planner.namespace_blockers(namespace, [(live_identity(o, info), o) for o in page], prune_ids)
-                    if found:
-                        return found
-                return []
+                    objects = [(live_identity(o, info), o) for o in page]
+                    certain = planner.namespace_blockers(namespace, objects, prune_ids, prune_uids, complete=False)
+                    if certain:
+                        return certain, found
+                    found.extend(objects)
+                return [], found
             except ApiError as e:
                 if e.is_not_found or e.status == 405:
-                    return []
-                return None
+                    return [], []
+                return None, "cannot list %s in it: %s" % (info.plural, e.describe())
 
-        for infos in planner.namespace_scan_rounds(self.discovery.index.listable()):
-            results = self._map(fetch, infos)
-            if any(found is None for found in results):
-                return None
-            blockers = [b for found in results for b in found]
-            if blockers:
-                return blockers
-        return []
+        for infos in planner.namespace_scan_rounds(index.listable()):
+            for certain, found in self._map(fetch, infos):
+                if certain is None:
+                    return found
+                if certain:
+                    return certain
+                listed.extend(found)
+        return planner.namespace_blockers(namespace, listed, prune_ids, prune_uids)
 
-    def _contents_blockers(self, oid, prune_ids):
+    def _crd_blockers(self, name, prune_ids):
+        """Custom resources of CRD ``name`` that its deletion would take with it (``[ObjectId]``), or a
+        string saying why they cannot be known. Read through the CRD itself, not discovery."""
+        crd = self.client.get_or_none("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name)
+        if crd is None:
+            return []
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        served = [v.get("name") for v in spec.get("versions") or [] if v.get("served")]
+        if not served or not names.get("plural") or not spec.get("group"):
+            return "it serves no version its objects could be listed in"
+        info = ResourceInfo(spec["group"], served[0], names.get("kind"), names["plural"],
+                            spec.get("scope", "Namespaced") == "Namespaced", ("list",))
+        try:
+            items = self.client.list(info.collection_path(None), limit=LIST_PAGE_SIZE)
+        except ApiError as e:
+            return "cannot list its objects: %s" % e.describe()
+        return [oid for oid in (live_identity(o, info) for o in items) if oid not in prune_ids]
+
+    def _contents_blockers(self, oid, prune_ids, prune_uids):
         """For a Namespace or CRD we would delete: what else would its deletion take with it?"""
         if oid.group_kind == planner.NAMESPACE_GK:
-            return self._namespace_blockers(oid.name, prune_ids)
+            return self._namespace_blockers(oid.name, prune_ids, prune_uids)
         if oid.group_kind == planner.CRD_GK:
-            crd = self.client.get_or_none("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + oid.name)
-            if crd is None:
-                return []
-            spec = crd.get("spec") or {}
-            kind = (spec.get("names") or {}).get("kind")
-            info = self.discovery.index.lookup(spec.get("group"), kind)
-            if info is None:
-                return []
-            try:
-                items = self.client.list(info.collection_path(None))
-            except ApiError as e:
-                return [] if e.is_not_found else None
-            return [live_identity(o, info) for o in items if live_identity(o, info) not in prune_ids]
+            return self._crd_blockers(oid.name, prune_ids)
         return []
+
+    def _release(self, oid, info, obj, other, dry_run):
+        """Hand an object we no longer declare to ``other``, a stack that still does: its label and mark
+        become theirs, our checksum goes (their next run applies it). None, or why it failed."""
+        if dry_run:
+            return None
+        meta = obj.get("metadata") or {}
+        body = {"metadata": {"resourceVersion": meta.get("resourceVersion"),
+                             "labels": {STACK_LABEL: other},
+                             "annotations": {OWNER_ANNOTATION: owner_mark(other, oid), CHECKSUM_ANNOTATION: None}}}
+        try:
+            self.client.request("PATCH", info.object_path(oid.namespace, oid.name),
+                                params={"fieldManager": self.field_manager}, body=body, content_type=MERGE_PATCH)
+            return None
+        except ApiError as e:
+            return "release refused: %s" % e.describe()
+
+    def _hand_over(self, candidates, changeset, dry_run):
+        """Candidates that another stack's record still declares are released, not deleted; returns the rest."""
+        declared = self.record.declared_elsewhere() if candidates else {}
+        rest = []
+        for oid, info, obj in candidates:
+            others = declared.get(identity_digest(oid))
+            if not others:
+                rest.append((oid, info, obj))
+                continue
+            other = sorted(others)[0]
+            problem = self._release(oid, info, obj, other, dry_run)
+            ref = _ref(oid, obj.get("apiVersion") or info.api_version, stack=other)
+            if problem:
+                ref["reason"] = problem
+                changeset.skipped.append(ref)
+                changeset.warn("%s: %s; it stays and the next run retries" % (oid, problem))
+                continue
+            changeset.released.append(ref)
+            changeset.warn("%s is no longer in stack %r but stack %r still declares it: released to %r, not deleted"
+                           % (oid, self.stack, other, other))
+        return rest
 
     def _prune(self, candidates, changeset, dry_run):
         """Delete candidates in reverse stage order; returns (group/kinds left behind, pruned ids)."""
         remaining = set()
         pruned_ids = set()
+        candidates = self._hand_over(candidates, changeset, dry_run)
         prune_ids = set(oid for oid, _i, _o in candidates)
+        prune_uids = set((obj.get("metadata") or {}).get("uid") for _oid, _i, obj in candidates)
         for _stage, items in reversed(planner.by_stage(candidates, key=lambda c: c[0])):
+            if not dry_run:
+                self._ensure_lock()
             holders = [c for c in items if c[0].group_kind in (planner.NAMESPACE_GK, planner.CRD_GK)]
             plain = [c for c in items if c not in holders]
             batch = list(plain)
             for oid, info, obj in holders:
-                blockers = self._contents_blockers(oid, prune_ids)
-                if blockers is None:
-                    reason = "cannot check what it contains (forbidden to list some kinds)"
+                blockers = self._contents_blockers(oid, prune_ids, prune_uids)
+                if isinstance(blockers, str):
+                    reason = "kept: " + blockers
                 elif blockers:
                     reason = "still contains objects not pruned by this stack: " + ", ".join(str(b) for b in blockers[:5])
                     if len(blockers) > 5:
@@ -709,7 +821,7 @@ class StackManager:
         cs.check_mode = self.check_mode
         try:
             return self._sync(resources, cs)
-        except (ApiError, LockError) as e:
+        except (ApiError, LockError, RecordError) as e:
             self.discovery.invalidate()
             raise StackError(str(e), cs) from None
         except StackError as e:
@@ -734,8 +846,7 @@ class StackManager:
             return cs
         if self.check_mode:
             return attempt
-        with LeaseLock(self.client, self.record_namespace, self.stack, duration=self.lease_duration,
-                       timeout=self.lock_timeout):
+        with self._locked():
             cs2 = ChangeSet()
             cs2.warnings = list(cs.warnings)
             key = self._load_key(desired, create=applying)
@@ -744,10 +855,56 @@ class StackManager:
                 self._stamp([d for d in desired if is_secret(d.oid)], key)
             return self._attempt(desired, cs2, pruning, applying, dry_run=False)
 
-    def _attempt(self, desired, cs, pruning, applying, dry_run):
-        """Observe + plan, then (dry_run: check mode / no-op detection) or write."""
+    @contextlib.contextmanager
+    def _locked(self):
+        """Hold the stack's Lease; every write stage checks it is still held (:meth:`_ensure_lock`)."""
+        with LeaseLock(self.client, self.record_namespace, self.stack, duration=self.lease_duration,
+                       timeout=self.lock_timeout) as lock:
+            self._lock = lock
+            try:
+                yield lock
+            finally:
+                self._lock = None
+
+    def _observe_and_plan(self, desired, cs, pruning):
+        """observe + plan; when something would be deleted, on discovery read afresh (never the cache)."""
+        first_warnings = len(cs.warnings)
         snap = self.observe(desired, cs)
         to_apply, candidates = self.plan(desired, snap, cs, pruning)
+        if pruning and candidates:
+            index, changed = self.discovery.fresh()
+            if changed:
+                # the cached index was stale: what it said about scopes and kinds cannot be trusted
+                for d in desired:
+                    info = index.lookup(d.oid.group, d.oid.kind, d.info.version)
+                    if not d.from_crd and (info is None or info.namespaced != d.info.namespaced):
+                        raise StackError("the cluster's API changed while the run started (%s); nothing was "
+                                         "written, run again" % group_kind_str(*d.oid.group_kind), cs)
+                cs.applied, cs.skipped, cs.terminating = [], [], []
+                del cs.warnings[first_warnings:]
+                snap = self.observe(desired, cs)
+                to_apply, candidates = self.plan(desired, snap, cs, pruning)
+        return snap, to_apply, candidates
+
+    def _check_budget(self, desired, snap, candidates):
+        """Fail before any write if the run would delete more than ``max_prune`` allows."""
+        if not candidates or (not desired and self.allow_empty):
+            return  # an empty set with allow_empty, and state=absent, delete the stack on purpose
+        total = sum(1 for oid, (_i, obj) in snap.ours.items() if owned_by(obj, self.stack, oid))
+        problem = planner.prune_budget_problem([c[0] for c in candidates], total, self.max_prune)
+        if problem:
+            raise StackError("stack %r: %s" % (self.stack, problem))
+
+    def _ensure_lock(self):
+        """Stop before a write if the run no longer holds the stack's Lease."""
+        if self._lock is not None:
+            self._lock.ensure()
+
+    def _attempt(self, desired, cs, pruning, applying, dry_run):
+        """Observe + plan, then (dry_run: check mode / no-op detection) or write."""
+        snap, to_apply, candidates = self._observe_and_plan(desired, cs, pruning)
+        if pruning:
+            self._check_budget(desired, snap, candidates)
         if not applying:
             # phase=prune: nothing is applied; what is not in sync is reported, not written
             for d in to_apply:
@@ -772,6 +929,7 @@ class StackManager:
         if applying:
             widened = self.record.group_kinds | set(d.oid.group_kind for d in desired)
             if self.record.data is None or widened != self.record.group_kinds:
+                self._ensure_lock()
                 self.record.save(group_kinds=widened)
         written = self._apply_all(to_apply, snap, cs, dry_run=False)
         if self.wait and written and not cs.errors:
@@ -790,6 +948,7 @@ class StackManager:
             fields = self._record_fields(desired, snap, remaining, pruned_ok)
             if cs.changed or self._record_would_change(fields):
                 fields["lastSyncTime"] = now_rfc3339()
+                self._ensure_lock()
                 self.record.save(**fields)
         self._finish(cs)
         return cs
@@ -852,7 +1011,7 @@ class StackManager:
                         unverified_kinds=sorted(group_kind_str(*gk) for gk in snap.unverified),
                         checksum=stack_checksum([d.checksum for d in desired]) if resources is not None else None,
                         warnings=cs.warnings)
-        except ApiError as e:
+        except (ApiError, RecordError) as e:
             raise StackError(str(e), cs) from None
         finally:
             self.close()
@@ -862,26 +1021,25 @@ class StackManager:
         cs = ChangeSet()
         cs.check_mode = self.check_mode
         try:
-            snap = self.observe([], cs)
-            _to_apply, candidates = self.plan([], snap, cs, pruning=True)
+            snap, _to_apply, candidates = self._observe_and_plan([], cs, pruning=True)
             if not candidates and self.record.data is None:
                 return cs
             if self.check_mode:
                 self._prune(candidates, cs, dry_run=True)
                 return cs
-            with LeaseLock(self.client, self.record_namespace, self.stack, duration=self.lease_duration,
-                           timeout=self.lock_timeout):
+            with self._locked():
                 cs = ChangeSet()
-                snap = self.observe([], cs)
-                _to_apply, candidates = self.plan([], snap, cs, pruning=True)
+                snap, _to_apply, candidates = self._observe_and_plan([], cs, pruning=True)
                 remaining, _pruned = self._prune(candidates, cs, dry_run=False)
+                remaining |= set(ref_gk(t) for t in cs.terminating)
+                self._ensure_lock()
                 if not remaining and not snap.unverified:
                     self.record.delete()
                     self.key_store.delete()
                 else:
                     self.record.save(group_kinds=remaining | snap.unverified)
             return cs
-        except (ApiError, LockError) as e:
+        except (ApiError, LockError, RecordError) as e:
             raise StackError(str(e), cs) from None
         finally:
             self.close()

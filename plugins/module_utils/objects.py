@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -74,16 +75,16 @@ def is_true(value):
 
 
 def valid_label_value(value):
-    return isinstance(value, str) and len(value) <= 63 and bool(LABEL_VALUE_RE.match(value))
+    return isinstance(value, str) and len(value) <= 63 and bool(LABEL_VALUE_RE.fullmatch(value))
 
 
 def valid_label_key(key):
     if not isinstance(key, str) or not key:
         return False
     prefix, _sep, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN_RE.match(prefix)):
+    if prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN_RE.fullmatch(prefix)):
         return False
-    return len(name) <= 63 and bool(LABEL_NAME_RE.match(name))
+    return len(name) <= 63 and bool(LABEL_NAME_RE.fullmatch(name))
 
 
 def source_of(manifest):
@@ -126,14 +127,14 @@ def invalid_name(group, kind, name):
     if (group, kind) in PATH_SEGMENT_NAME_KINDS:
         return None
     if group == "" and kind == "Namespace":
-        if len(name) > 63 or not DNS_LABEL_RE.match(name):
+        if len(name) > 63 or not DNS_LABEL_RE.fullmatch(name):
             return "a DNS-1123 label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
         return None
     if group == "" and kind == "Service":
-        if len(name) > 63 or not DNS_1035_LABEL_RE.match(name):
+        if len(name) > 63 or not DNS_1035_LABEL_RE.fullmatch(name):
             return "a DNS-1035 label: at most 63 lowercase letters, digits or '-', starting with a letter"
         return None
-    if not DNS_SUBDOMAIN_RE.match(name):
+    if not DNS_SUBDOMAIN_RE.fullmatch(name):
         return "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
     return None
 
@@ -147,7 +148,7 @@ def validate_manifest(manifest, index=None):
     if not isinstance(api_version, str) or not api_version or api_version.count("/") > 1:
         raise ManifestError("%s: apiVersion must be a string like 'v1' or 'apps/v1'" % what)
     kind = manifest.get("kind")
-    if not isinstance(kind, str) or not re.match(r"^[A-Za-z][A-Za-z0-9]*$", kind):
+    if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", kind):
         raise ManifestError("%s: kind must be a string" % what)
     if kind.endswith("List") and isinstance(manifest.get("items"), list):
         raise ManifestError("%s: List objects are not supported; give the items as separate resources" % what)
@@ -163,7 +164,7 @@ def validate_manifest(manifest, index=None):
     if name_problem:
         raise ManifestError("%s: invalid metadata.name %r: %s" % (what, name, name_problem))
     ns = meta.get("namespace")
-    if ns is not None and (not isinstance(ns, str) or (ns and not DNS_LABEL_RE.match(ns)) or len(ns) > 63):
+    if ns is not None and (not isinstance(ns, str) or (ns and not DNS_LABEL_RE.fullmatch(ns)) or len(ns) > 63):
         raise ManifestError("%s: invalid metadata.namespace %r" % (what, ns))
     for field in ("labels", "annotations"):
         value = meta.get(field)
@@ -285,6 +286,63 @@ def normalize_secret(manifest):
             data[k] = base64.b64encode(str(v).encode("utf-8")).decode("ascii")
         manifest["data"] = data
     return manifest
+
+
+def secret_shape_problem(manifest):
+    """Why a Secret's ``data`` / ``stringData`` cannot be sent (never naming a value), or None.
+
+    The API server would refuse them with a message that quotes the value ("expected map, got
+    &{...}"), so they are refused here, before any request.
+    """
+    for field, scalars in (("data", (str,)), ("stringData", (str, int, float, bool))):
+        values = manifest.get(field)
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            return "%s must be a mapping of keys to %s, got a %s" % (
+                field, "base64 strings" if field == "data" else "strings", type(values).__name__)
+        for key, value in values.items():
+            if not isinstance(key, str):
+                return "%s keys must be strings, got a %s" % (field, type(key).__name__)
+            if value is not None and not isinstance(value, scalars):
+                return "%s[%r] must be a %s, got a %s" % (field, key, "base64 string" if field == "data" else "string",
+                                                          type(value).__name__)
+    return None
+
+
+#: parts of API error messages that quote a submitted value: ``got <value>`` (typed-patch errors),
+#: ``Invalid value: <value>:`` (validation errors)
+_QUOTED_VALUE_RES = (
+    re.compile(r"(\bgot )(.+?)(?=$|; |\n)"),
+    re.compile(r"(Invalid value: )(\"(?:[^\"\\]|\\.)*\"|[^:]*)"),
+)
+
+
+def redact_secret_message(message, manifest):
+    """An API error message about a Secret with the values it may quote removed.
+
+    Every submitted ``data`` / ``stringData`` value (and the decoded text of ``data``) is replaced,
+    and so is what follows ``got`` / ``Invalid value:`` (where the server prints a value in a form of
+    its own, e.g. Go's ``&{...}``).
+    """
+    if not message:
+        return message
+    values = set()
+    for field in ("data", "stringData"):
+        section = manifest.get(field)
+        if not isinstance(section, dict):
+            continue
+        for value in section.values():
+            text = value if isinstance(value, str) else json.dumps(value)
+            values.add(text)
+            if field == "data" and isinstance(value, str):
+                with contextlib.suppress(ValueError, UnicodeDecodeError):
+                    values.add(base64.b64decode(value, validate=True).decode("utf-8"))
+    for value in sorted((v for v in values if len(v) >= 3), key=len, reverse=True):
+        message = message.replace(value, "<redacted>")
+    for regex in _QUOTED_VALUE_RES:
+        message = regex.sub(r"\1<redacted>", message)
+    return message
 
 
 def resolve_identity(manifest, info, default_namespace):

@@ -52,6 +52,14 @@ def by_stage(items, key=lambda x: x):
     return sorted(stages.items())
 
 
+#: why a candidate is not deleted again: its deletion is under way (finalizers)
+TERMINATING = "terminating: deleted, waiting for its finalizers"
+
+
+def is_terminating(obj):
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
 def prune_decision(obj, oid, stack, desired_ids, desired_checksums):
     """Why live ``obj`` must *not* be pruned (a reason string), or ``None`` if it is a candidate.
 
@@ -78,10 +86,10 @@ CLUSTER_CONFIGMAPS = ("kube-root-ca.crt", "openshift-service-ca.crt")
 
 
 def cluster_provided(oid, obj, services_pruned=()):
-    """Objects the cluster itself puts in a namespace (not a reason to keep it)."""
-    meta = obj.get("metadata") or {}
-    if meta.get("ownerReferences"):
-        return True
+    """Objects the cluster itself puts in a namespace without an owner (not a reason to keep it).
+
+    Objects *with* ownerReferences are judged by their owners (:func:`namespace_blockers`).
+    """
     if oid.kind == "Event" and oid.group in ("", "events.k8s.io"):
         return True
     if oid.group == "" and oid.kind == "ServiceAccount" and oid.name == "default":
@@ -115,15 +123,93 @@ def namespace_scan_rounds(infos):
     return [first, [i for i in infos if i.group_kind not in LIKELY_BLOCKING_KINDS]]
 
 
-def namespace_blockers(namespace, objects, prune_ids):
+def _uid(obj):
+    return (obj.get("metadata") or {}).get("uid")
+
+
+def namespace_blockers(namespace, objects, prune_ids, prune_uids=(), complete=True):
     """Objects in ``namespace`` that keep it from being pruned: ``[ObjectId]``.
 
-    ``objects`` is ``[(ObjectId, obj)]`` of everything listed in the namespace.
+    ``objects`` is ``[(ObjectId, obj)]`` of everything listed in the namespace; ``prune_uids`` the
+    uids of every object this run deletes (cluster-scoped ones included). An object goes with the
+    namespace harmlessly if it is being pruned, is the cluster's own (:func:`cluster_provided`), or
+    every one of its owners is such an object, itself or through its own owners (a Deployment we
+    prune, its ReplicaSet, their Pods). Anything else -- an object of someone else, or one owned by
+    something that stays -- keeps the namespace.
+
+    With ``complete=False`` (``objects`` is only part of the namespace) objects with owners are not
+    judged: only the certain blockers are returned.
     """
     services = set(o.name for o in prune_ids if o.group == "" and o.kind == "Service" and o.namespace == namespace)
+    harmless = set(u for u in prune_uids if u)
+    pending = []
     blockers = []
     for oid, obj in objects:
-        if oid in prune_ids or cluster_provided(oid, obj, services):
-            continue
-        blockers.append(oid)
-    return blockers
+        refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+        if oid in prune_ids:
+            harmless.add(_uid(obj))
+        elif refs:
+            pending.append((oid, _uid(obj), [r.get("uid") for r in refs if isinstance(r, dict)]))
+        elif cluster_provided(oid, obj, services):
+            harmless.add(_uid(obj))
+        else:
+            blockers.append(oid)
+    if not complete:
+        return blockers
+    progress = True
+    while pending and progress:
+        progress = False
+        rest = []
+        for oid, uid, owners in pending:
+            if owners and all(o in harmless for o in owners):
+                harmless.add(uid)
+                progress = True
+            else:
+                rest.append((oid, uid, owners))
+        pending = rest
+    return blockers + [oid for oid, _uid_, _owners in pending]
+
+
+#: default prune budget: half the stack's objects, and never fewer than this many
+DEFAULT_MIN_PRUNE = 10
+
+
+def prune_limit(max_prune, total):
+    """How many objects one run may delete from a stack of ``total`` live objects.
+
+    ``max_prune``: ``None`` (default: half the stack, at least :data:`DEFAULT_MIN_PRUNE`), a count
+    (``"25"``, ``25``) or a percentage of ``total`` (``"30%"``, rounded up). Raises ValueError for
+    anything else.
+    """
+    if max_prune is None or max_prune == "":
+        return max(DEFAULT_MIN_PRUNE, (total + 1) // 2)
+    text = str(max_prune).strip()
+    try:
+        if text.endswith("%"):
+            percent = float(text[:-1])
+            if not 0 <= percent <= 100:
+                raise ValueError
+            return int(-(-percent * total // 100))
+        count = int(text)
+        if count < 0:
+            raise ValueError
+        return count
+    except ValueError:
+        raise ValueError("max_prune must be a number of objects (25) or a percentage of the stack (30%%), got %r"
+                         % (max_prune,)) from None
+
+
+def prune_budget_problem(candidates, total, max_prune):
+    """Why deleting ``candidates`` (``[ObjectId]``) from a stack of ``total`` objects exceeds the prune
+    budget (a message listing them), or None."""
+    limit = prune_limit(max_prune, total)
+    if len(candidates) <= limit:
+        return None
+    shown = ", ".join(str(oid) for oid in candidates[:20])
+    if len(candidates) > 20:
+        shown += " and %d more" % (len(candidates) - 20)
+    return ("refusing to prune %d of the stack's %d objects: more than max_prune allows (%s = %d); nothing was "
+            "deleted. If this is intended, run again with a larger max_prune (a count, or a percentage such as "
+            "100%%). Would delete: %s" % (len(candidates), total,
+                                          "default: half, at least %d" % DEFAULT_MIN_PRUNE if max_prune in (None, "")
+                                          else max_prune, limit, shown))

@@ -7,9 +7,11 @@ All three live in ``record_namespace`` (default ``kube-system``), are named afte
 carry the label ``stacksync.io/record-of: <stack>`` -- *not* the stack label, so they are never
 part of the stack's own objects or prune set.
 
-* Record (ConfigMap ``stacksync-<stack>``): ``checksum`` (aggregate of per-object checksums),
-  ``commit``, ``groupKinds`` (``Kind.group`` list, like ApplySet's ``contains-group-kinds``),
-  ``lastSyncTime``, ``objectCount``. Widened to union(old, new) *before* applying and narrowed
+* Record (ConfigMap ``stacksync-<stack>``): ``stack`` (the stack's name, checked on every read),
+  ``checksum`` (aggregate of per-object checksums), ``commit``, ``groupKinds`` (``Kind.group``
+  list, like ApplySet's ``contains-group-kinds``), ``lastSyncTime``, ``objectCount`` and
+  ``objects`` (a short digest of each declared identity: another stack never prunes what this one
+  still declares). Widened to union(old, new) *before* applying and narrowed
   after pruning, so a run that dies halfway never leaves a kind nobody lists.
 * Key (Secret ``stacksync-<stack>-key``): the per-stack HMAC key for Secret checksums.
 * Lock (Lease ``stacksync-<stack>``): held while a run writes; expires if the holder dies.
@@ -39,13 +41,36 @@ SECRET_BASE = "/api/v1/namespaces/%s/secrets"
 LEASE_BASE = "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
 
 
+#: DNS names a stack name may stand for as it is: what ``stacksync-<stack>`` then is.
+PLAIN_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+#: longest stack name (a label value); a derived name is longer than any plain one.
+MAX_STACK_LENGTH = 63
+
+
 def object_name(stack, suffix=""):
-    """DNS-safe object name for a stack (label values allow ``_`` and capitals, names do not)."""
-    base = "stacksync-" + stack
-    if base != base.lower() or not re.match(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", base) or "_" in base:
-        clean = re.sub(r"[^a-z0-9-]+", "-", stack.lower()).strip("-")[:40]
-        base = "stacksync-%s-%s" % (clean, hashlib.sha256(stack.encode("utf-8")).hexdigest()[:8])
+    """DNS-safe name of a stack's record, key and Lease; distinct stack names never share one.
+
+    A stack name that is already a lowercase DNS name is used as it is (``stacksync-<stack>``).
+    Any other (capitals, ``_``) gets a name that no plain stack name can produce: its cleaned
+    form followed by the full SHA-256 of the name, longer than ``stacksync-`` plus the longest
+    label value, so ``Foo`` and a stack literally named ``foo-<hash>`` never meet.
+    """
+    if PLAIN_NAME_RE.fullmatch(stack):
+        return "stacksync-" + stack + suffix
+    clean = re.sub(r"[^a-z0-9-]+", "-", stack.lower()).strip("-")[:40]
+    base = "stacksync-%s%s" % (clean + "-" if clean else "", hashlib.sha256(stack.encode("utf-8")).hexdigest())
     return base + suffix
+
+
+def is_state_object(oid, record_namespace):
+    """True if ``oid`` names (or could name) any stack's record, key or Lease in ``record_namespace``.
+
+    Manifests may not declare these: an overwritten record makes its stack forget what to prune,
+    a foreign Lease locks it out.
+    """
+    if oid.namespace != record_namespace or not oid.name.startswith("stacksync-"):
+        return False
+    return (oid.group, oid.kind) in (("", "ConfigMap"), ("", "Secret"), ("coordination.k8s.io", "Lease"))
 
 
 def now_rfc3339():
@@ -68,6 +93,23 @@ def _parse_micro(text):
     return (dt - datetime.datetime(1970, 1, 1)).total_seconds()
 
 
+class RecordError(Exception):
+    """The stack's state objects are not what this stack wrote (another stack's, or forged)."""
+
+
+def _check_owner(obj, stack, what):
+    """Raise :class:`RecordError` unless state object ``obj`` says it belongs to ``stack``."""
+    if obj is None:
+        return
+    meta = obj.get("metadata") or {}
+    owner = (meta.get("labels") or {}).get(RECORD_LABEL)
+    recorded = (obj.get("data") or {}).get("stack") if what == "record" else owner
+    if owner != stack or recorded != stack:
+        raise RecordError("the %s %s/%s does not belong to stack %r (it says %r); refusing to use it: "
+                          "delete it if it was written by hand" % (what, meta.get("namespace"), meta.get("name"),
+                                                                    stack, recorded if recorded != stack else owner))
+
+
 class StackRecord:
     """Read and write the record ConfigMap."""
 
@@ -86,6 +128,7 @@ class StackRecord:
 
     def load(self):
         obj = self.client.get_or_none(self.path)
+        _check_owner(obj, self.stack, "record")
         self.data = (obj.get("data") or {}) if obj is not None else None
         self.resource_version = (obj.get("metadata") or {}).get("resourceVersion") if obj is not None else None
         return self.data
@@ -126,6 +169,19 @@ class StackRecord:
                 raise
         self.data = None
 
+    def declared_elsewhere(self):
+        """``{identity digest: [stack]}`` of what the *other* stacks' records in this namespace declare."""
+        out = {}
+        for obj in self.client.list(CM_BASE % quote_name(self.namespace), label_selector=RECORD_LABEL):
+            data = obj.get("data") or {}
+            other = ((obj.get("metadata") or {}).get("labels") or {}).get(RECORD_LABEL)
+            if not other or other == self.stack or data.get("stack") != other:
+                continue
+            for digest in (data.get("objects") or "").split(","):
+                if digest:
+                    out.setdefault(digest, []).append(other)
+        return out
+
 
 class StackKey:
     """The per-stack HMAC key for Secret checksums (Secret ``stacksync-<stack>-key``)."""
@@ -145,6 +201,7 @@ class StackKey:
         obj = self.client.get_or_none(self.path)
         if obj is None:
             return None
+        _check_owner(obj, self.stack, "key Secret")
         value = (obj.get("data") or {}).get("key")
         return base64.b64decode(value) if value else None
 
@@ -195,7 +252,8 @@ class LeaseLock:
         self.sleep = sleep
         self.identity = "%s-%d-%s" % (socket.gethostname()[:40], os.getpid(), uuid.uuid4().hex[:8])
         self.took_over = False
-        self.lost = False
+        self.lost = None  # why the lock was lost (a message), or None
+        self._renewed = 0.0  # clock() when the lease was last written by us
         self._obj = None
         self._stop = threading.Event()
         self._thread = None
@@ -250,6 +308,7 @@ class LeaseLock:
                 raise LockError("stack %r is locked by another run (Lease %s/%s held by %s); waited %ss" % (
                     self.stack, self.namespace, self.name, holder, self.timeout))
             self.sleep(self.poll)
+        self._renewed = self.clock()
         self._stop.clear()
         self._thread = threading.Thread(target=self._renew_loop, name="stacksync-lease")
         self._thread.daemon = True
@@ -257,17 +316,42 @@ class LeaseLock:
         return self
 
     def _renew_loop(self):
+        """Renew every third of the lease; a renewal refused because the Lease changed or is gone
+        means someone else holds it now (lost at once); other failures are retried until the lease
+        would have expired."""
         interval = max(self.duration / 3.0, 0.5)
         while not self._stop.wait(interval):
-            try:
-                obj = dict(self._obj)
-                spec = dict(obj.get("spec") or {})
-                spec["renewTime"] = _micro(self.clock())
-                obj["spec"] = spec
-                self._obj = self.client.replace(self.path, obj)
-            except ApiError:
-                self.lost = True
+            if not self.renew():
                 return
+
+    def renew(self):
+        """Renew the lease once; returns False once it is lost (see :attr:`lost`)."""
+        try:
+            obj = dict(self._obj)
+            spec = dict(obj.get("spec") or {})
+            spec["renewTime"] = _micro(self.clock())
+            obj["spec"] = spec
+            started = self.clock()
+            self._obj = self.client.replace(self.path, obj)
+            self._renewed = started
+            return True
+        except ApiError as e:
+            if e.is_conflict or e.is_not_found or self.clock() >= self._renewed + self.duration:
+                self.lost = "renewing Lease %s/%s failed: %s" % (self.namespace, self.name, e)
+                return False
+            return True
+
+    def ensure(self):
+        """Raise :class:`LockError` unless the lock is still ours: not lost, and renewed within its duration
+        (a margin of a tenth of it, as another run may take an expired lease over at once)."""
+        if self._obj is None:
+            raise LockError("stack %r: the Lease is not held" % self.stack)
+        if not self.lost and self.clock() >= self._renewed + self.duration * 0.9:
+            self.lost = "Lease %s/%s not renewed for %.0fs (its duration is %ss)" % (
+                self.namespace, self.name, self.clock() - self._renewed, self.duration)
+        if self.lost:
+            raise LockError("stack %r: lost the lock (%s); stopping before the next write: another run may hold "
+                            "it now" % (self.stack, self.lost))
 
     def release(self):
         self._stop.set()

@@ -64,6 +64,7 @@ ARGUMENT_SPEC = dict(
     )),
     concurrency=dict(type="int", default=16),
     full_prune_scan=dict(type="bool", default=False),
+    max_prune=dict(type="str"),
     discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
@@ -123,7 +124,7 @@ def run_stack(params, check_mode=False, diff=False, warn=None):
             concurrency=params["concurrency"], full_prune_scan=params["full_prune_scan"],
             check_mode=check_mode, diff=diff, wait=params["wait"], wait_timeout=params["wait_timeout"],
             wait_conditions=params["wait_condition"], discovery_cache_dir=params["discovery_cache_dir"],
-            lock_timeout=params["wait_timeout"])
+            lock_timeout=params["wait_timeout"], max_prune=params["max_prune"])
         changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
     except StackError as e:
         result = _report(e.changeset, client, warn)
