@@ -54,7 +54,8 @@ RETRY_STATUSES = (429, 500, 502, 503, 504)
 DEFAULT_REQUEST_TIMEOUT = 30.0
 DEFAULT_RETRY_BUDGET = 20.0
 #: 500 answers that say the request itself is wrong (the same body gets the same answer)
-DETERMINISTIC_500 = ("failed to create typed patch object", "failed to create manager for existing fields")
+DETERMINISTIC_500 = ("failed to create typed patch object", "failed to create manager for existing fields",
+                     "failed to convert new object")
 
 
 def _deterministic(status, data):

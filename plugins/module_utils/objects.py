@@ -307,7 +307,18 @@ def secret_shape_problem(manifest):
             if value is not None and not isinstance(value, scalars):
                 return "%s[%r] must be a %s, got a %s" % (field, key, "base64 string" if field == "data" else "string",
                                                           type(value).__name__)
+            if field == "data" and value and not _is_base64(value):
+                return "data[%r] is not valid base64 (put plain text under stringData)" % (key,)
     return None
+
+
+def _is_base64(text):
+    """Valid base64 as the API server decodes it (standard alphabet, padded; line breaks ignored)."""
+    try:
+        base64.b64decode(text.replace("\n", "").replace("\r", ""), validate=True)
+        return True
+    except (ValueError, TypeError):
+        return False
 
 
 #: parts of API error messages that quote a submitted value: ``got <value>`` (typed-patch errors),

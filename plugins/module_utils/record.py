@@ -105,9 +105,9 @@ def _check_owner(obj, stack, what):
     owner = (meta.get("labels") or {}).get(RECORD_LABEL)
     recorded = (obj.get("data") or {}).get("stack") if what == "record" else owner
     if owner != stack or recorded != stack:
-        raise RecordError("the %s %s/%s does not belong to stack %r (it says %r); refusing to use it: "
-                          "delete it if it was written by hand" % (what, meta.get("namespace"), meta.get("name"),
-                                                                    stack, recorded if recorded != stack else owner))
+        says = recorded if recorded != stack else owner
+        raise RecordError("the %s %s/%s does not belong to stack %r (it says %r); refusing to use it: delete it if "
+                          "it was written by hand" % (what, meta.get("namespace"), meta.get("name"), stack, says))
 
 
 class StackRecord:
