@@ -10,7 +10,6 @@ import secrets
 import time
 
 import pytest
-
 from ansible_collections.stacksync.k8s.plugins.module_utils import health as hl
 
 DEPLOY = "/apis/apps/v1/namespaces/{ns}/deployments"

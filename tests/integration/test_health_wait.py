@@ -85,7 +85,7 @@ def test_stack_module_wait_fails_fast_on_progress_deadline_exceeded(tmp_path, ku
     assert r.get("failed"), r
     assert f"Deployment.apps {ns}/stalled" in r["msg"] and "ProgressDeadlineExceeded" in r["msg"], r["msg"]
     assert "has timed out progressing" in r["msg"] and "timed out after" not in r["msg"]
-    assert elapsed < FAST, "wait took %.1fs: it ran into the timeout instead of failing fast" % elapsed
+    assert elapsed < FAST, f"wait took {elapsed:.1f}s: it ran into the timeout instead of failing fast"
     # what was applied stays applied (the failure is the rollout's, not the apply's)
     assert r["counts"]["created"] == 2
 

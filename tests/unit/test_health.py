@@ -6,11 +6,9 @@ import json
 import os
 
 import pytest
-
 from ansible_collections.stacksync.k8s.plugins.module_utils import health as hl
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
-from ansible_collections.stacksync.k8s.plugins.module_utils.wait import (
-    NotReady, compile_conditions, condition, evaluate, is_ready, not_ready_reason)
+from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, compile_conditions, condition, evaluate, is_ready, not_ready_reason
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "health")
 
@@ -107,7 +105,7 @@ def test_wait_agrees_with_health(name):
     why = not_ready_reason(oid_of(obj), obj)
     assert (why is None) is (status == "Current")
     if why is not None:
-        assert "(%s)" % reason in why and message in why
+        assert f"({reason})" in why and message in why
 
 
 def test_group_kind_from_the_object_or_given():
