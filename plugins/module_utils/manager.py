@@ -75,7 +75,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
     is_state_object,
     now_rfc3339,
 )
-from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, compile_conditions, is_ready
+from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, compile_conditions, is_ready, not_ready_reason
 
 ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 #: page size of the label-selected lists of one stack's objects (kubectl pages by 500; these lists
@@ -603,7 +603,10 @@ class StackManager:
         while pending:
             def established(d):
                 obj = self.client.get_or_none(d.info.object_path("", d.oid.name))
-                return obj is not None and is_ready(d.oid, obj)
+                try:
+                    return obj is not None and is_ready(d.oid, obj)
+                except NotReady as e:  # e.g. NamesAccepted=False: waiting will not help
+                    raise StackError("%s: %s" % (_named(d), e)) from None
             pending = [d for d, ok in zip(pending, self._map(established, pending)) if not ok]
             if not pending:
                 break
@@ -644,13 +647,14 @@ class StackManager:
                 return
             if time.time() > deadline:
                 changeset.errors.append("timed out after %ss waiting for: %s" % (
-                    self.wait_timeout, ", ".join(str(d.oid) for d, _o in pending[:20])))
+                    self.wait_timeout, "; ".join("%s: %s" % (d.oid, not_ready_reason(d.oid, o, self.wait_rules))
+                                                 for d, o in pending[:20])))
                 return
             time.sleep(self.poll_interval)
 
             def refresh(item):
                 d, _obj = item
-                return d, self.client.get_or_none(d.info.object_path(d.oid.namespace, d.oid.name)) or {}
+                return d, self.client.get_or_none(d.info.object_path(d.oid.namespace, d.oid.name))  # None: gone
             pending = self._map(refresh, pending)
 
     # -- prune --------------------------------------------------------------------------------
