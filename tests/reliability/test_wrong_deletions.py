@@ -397,3 +397,76 @@ def test_a_server_that_never_answers_fails_the_run_quickly():
         assert time.monotonic() - started < 25
     finally:
         sock.close()
+
+
+# -- through Ansible: nothing leaks into the [ERROR] line, -vvv, the result or check mode -----------------------
+LEAK_PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  vars:
+    ansible_python_interpreter: "{{ interpreter }}"
+  tasks:
+    - name: a Secret of the wrong shape, with a kubeconfig given as a mapping
+      stacksync.k8s.stack:
+        name: "{{ stack }}"
+        kubeconfig: "{{ kubeconfig_dict }}"
+        namespace: "{{ ns }}"
+        record_namespace: "{{ ns }}"
+        resources:
+          - {apiVersion: v1, kind: Secret, metadata: {name: bad}, data: "{{ secret_value }}"}
+      register: bad
+      ignore_errors: true
+    - name: the same in check mode
+      stacksync.k8s.stack:
+        name: "{{ stack }}"
+        kubeconfig: "{{ kubeconfig_dict }}"
+        namespace: "{{ ns }}"
+        record_namespace: "{{ ns }}"
+        resources:
+          - {apiVersion: v1, kind: Secret, metadata: {name: bad}, data: {k: ["{{ secret_value }}"]}}
+      check_mode: true
+      register: bad_check
+      ignore_errors: true
+    - name: a good run with the same kubeconfig mapping
+      stacksync.k8s.stack:
+        name: "{{ stack }}"
+        kubeconfig: "{{ kubeconfig_dict }}"
+        namespace: "{{ ns }}"
+        record_namespace: "{{ ns }}"
+        resources: [{apiVersion: v1, kind: ConfigMap, metadata: {name: ok}, data: {a: "1"}}]
+      register: good
+    - name: save
+      ansible.builtin.copy:
+        content: "{{ [bad, bad_check, good] | to_json }}"
+        dest: "{{ out }}"
+"""
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "module-process"])
+def test_no_secret_value_or_kubeconfig_token_in_any_output(kube, admin, ns, tmp_path, in_process):
+    import subprocess
+    import sys
+
+    import yaml
+
+    with open(kube.kubeconfig) as f:
+        kubeconfig = yaml.safe_load(f)
+    token = kube.token
+    assert token and token in json.dumps(kubeconfig)
+    out = tmp_path / "out.json"
+    variables = dict(stack="leak-" + uid(), ns=ns, kubeconfig_dict=kubeconfig, secret_value=SECRET_VALUE, out=str(out),
+                     interpreter=sys.executable, stacksync_in_process=in_process)
+    (tmp_path / "play.yml").write_text(LEAK_PLAYBOOK)
+    (tmp_path / "vars.json").write_text(json.dumps(variables))
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
+           "-e", "@" + str(tmp_path / "vars.json"), str(tmp_path / "play.yml"), "-vvv", "--diff"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, text[-3000:]
+    bad, bad_check, good = json.loads(out.read_text())
+    assert bad.get("failed") and "bad" in bad["msg"] and bad_check.get("failed") and not good.get("failed")
+    assert "[ERROR]" in text or "fatal:" in text  # the failure was printed ...
+    everything = text + out.read_text()
+    assert SECRET_VALUE not in everything  # ... without the value
+    assert token not in everything  # and the kubeconfig mapping's token is masked everywhere
+    assert admin.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/ok") is not None
