@@ -1,13 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, stacksync.k8s contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Ordering stages, prune candidate selection and the namespace-emptiness rule. Pure, no I/O."""
+"""The plan: apply stages, what to apply, and the prune plan -- every "is this object deleted?"
+decision in one pure function (:func:`prune_plan`), with a typed reason for each object kept.
+
+The facts that need the API (what a Namespace or CRD still holds, which identities other stacks'
+records declare) are gathered by :mod:`.prune` and fed in as data. ``sync``, check mode,
+``stack_info`` and ``state: absent`` all plan with it, so they cannot disagree.
+"""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.diff import in_sync
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import identity_digest
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, is_ignored, owned_by
 
 #: Apply stages (prune runs them in reverse). Stage 0 must exist before anything can go in it:
@@ -52,8 +60,30 @@ def by_stage(items, key=lambda x: x):
     return sorted(stages.items())
 
 
-#: why a candidate is not deleted again: its deletion is under way (finalizers)
-TERMINATING = "terminating: deleted, waiting for its finalizers"
+class Reason(str):
+    """Why an object is left alone: the message, with a constant :attr:`code` (one of the codes below)."""
+
+    def __new__(cls, code, message):
+        out = str.__new__(cls, message)
+        out.code = code
+        return out
+
+
+# reason codes (typed: the role and tests read these, never the message)
+NOT_OWNED = "not-owned"
+STILL_DESIRED = "still-desired"
+CHECKSUM_DESIRED = "checksum-desired"
+HAS_OWNER = "has-owner"
+IGNORED = "ignored"
+NOT_DELETABLE = "not-deletable"
+TERMINATING = "terminating"
+HOLDS_OTHERS = "holds-others"
+CONTENTS_UNKNOWN = "contents-unknown"
+DELETE_REFUSED = "delete-refused"
+RELEASE_REFUSED = "release-refused"
+NOT_APPLIED = "not-applied"
+
+TERMINATING_REASON = Reason(TERMINATING, "terminating: deleted, waiting for its finalizers")
 
 
 def is_terminating(obj):
@@ -61,113 +91,90 @@ def is_terminating(obj):
 
 
 def prune_decision(obj, oid, stack, desired_ids, desired_checksums):
-    """Why live ``obj`` must *not* be pruned (a reason string), or ``None`` if it is a candidate.
+    """Why live ``obj`` must *not* be pruned (a :class:`Reason`), or ``None`` if it is a candidate.
 
     A candidate is the stack's (label and identity-bound mark), not desired by identity, whose
     checksum is not that of any desired manifest (both tests must agree), has no
     ownerReferences (controller children inherit labels) and is not ignore-annotated.
     """
     if not owned_by(obj, stack, oid):
-        return "not owned by this stack (label or owner mark does not match its identity)"
+        return Reason(NOT_OWNED, "not owned by this stack (label or owner mark does not match its identity)")
     if oid in desired_ids:
-        return "still desired"
+        return Reason(STILL_DESIRED, "still desired")
     if annotation(obj, CHECKSUM_ANNOTATION) in desired_checksums:
-        return "its checksum matches a desired manifest"
+        return Reason(CHECKSUM_DESIRED, "its checksum matches a desired manifest")
     meta = obj.get("metadata") or {}
     if meta.get("ownerReferences"):
-        return "has ownerReferences (managed by a controller)"
+        return Reason(HAS_OWNER, "has ownerReferences (managed by a controller)")
     if is_ignored(obj):
-        return "ignore annotation set"
+        return Reason(IGNORED, "ignore annotation set")
     return None
 
 
-#: ConfigMaps every namespace gets from the cluster itself.
-CLUSTER_CONFIGMAPS = ("kube-root-ca.crt", "openshift-service-ca.crt")
+def contents_reason(found):
+    """The reason a Namespace / CRD is kept, from what :mod:`.prune` found it holds (None: nothing)."""
+    if isinstance(found, str):
+        return Reason(CONTENTS_UNKNOWN, "kept: " + found)
+    if not found:
+        return None
+    text = "still contains objects not pruned by this stack: " + ", ".join(str(b) for b in found[:5])
+    if len(found) > 5:
+        text += " and %d more" % (len(found) - 5)
+    return Reason(HOLDS_OTHERS, text)
 
 
-def cluster_provided(oid, obj, services_pruned=()):
-    """Objects the cluster itself puts in a namespace without an owner (not a reason to keep it).
+class PrunePlan:
+    """What a prune would do. Lists of ``(ObjectId, info, live object)``; ``kept`` items carry a
+    :class:`Reason` fourth, ``releases`` the stack they are handed to."""
 
-    Objects *with* ownerReferences are judged by their owners (:func:`namespace_blockers`).
+    def __init__(self):
+        self.candidates = []  # to delete
+        self.kept = []  # the stack's objects left alone, with why
+        self.terminating = []  # deleted earlier, waiting for finalizers: not deleted again
+        self.releases = []  # still declared by another stack's record: handed to it
+        self.holders = []  # candidates that are Namespaces / CRDs: their contents decide
+        self.owned = 0  # the stack's live objects (the prune budget's base)
+
+    @property
+    def ids(self):
+        return set(oid for oid, _i, _o in self.candidates)
+
+
+def prune_plan(ours, stack, desired_ids, desired_checksums, declared_elsewhere=None, contents=None):
+    """The prune plan of a stack: pure.
+
+    :param ours: ``{ObjectId: (info, live object)}`` of the objects carrying the stack's label.
+    :param declared_elsewhere: ``{identity digest: [stack]}`` from the other stacks' records (None: not read).
+    :param contents: ``{ObjectId: [blocker ObjectId] | problem string}`` for the Namespaces / CRDs among
+        the candidates (None: not read yet; they stay candidates and are listed in ``holders``).
     """
-    if oid.kind == "Event" and oid.group in ("", "events.k8s.io"):
-        return True
-    if oid.group == "" and oid.kind == "ServiceAccount" and oid.name == "default":
-        return True
-    if oid.group == "" and oid.kind == "ConfigMap" and (oid.name in CLUSTER_CONFIGMAPS
-                                                        or oid.name.endswith("openshift-service-ca.crt")):
-        return True
-    # the endpoints controller's copy of a Service we delete (it has no ownerReferences)
-    return oid.group == "" and oid.kind == "Endpoints" and oid.name in services_pruned
-
-
-#: Namespaced kinds whose objects are all the cluster's own (see :func:`cluster_provided`): a
-#: namespace's Events never keep it from being pruned, so they are not even listed.
-NEVER_BLOCKING_KINDS = frozenset([("", "Event"), ("events.k8s.io", "Event")])
-#: Namespaced kinds that most often hold someone else's objects: listed first, so a namespace still
-#: in use is usually recognised after one round of requests (the others are listed only if none of
-#: these holds a foreign object).
-LIKELY_BLOCKING_KINDS = frozenset([
-    ("", "ConfigMap"), ("", "Secret"), ("", "ServiceAccount"), ("", "Service"), ("", "Pod"),
-    ("", "PersistentVolumeClaim"), ("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"),
-    ("batch", "Job"), ("batch", "CronJob"), ("networking.k8s.io", "Ingress"),
-    ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "RoleBinding"),
-])
-
-
-def namespace_scan_rounds(infos):
-    """The namespaced resources to list to find what a namespace holds, in two rounds (likely first);
-    kinds that cannot block (:data:`NEVER_BLOCKING_KINDS`) are left out. Each kind is listed once."""
-    infos = [i for i in infos if i.namespaced and i.group_kind not in NEVER_BLOCKING_KINDS]
-    first = [i for i in infos if i.group_kind in LIKELY_BLOCKING_KINDS]
-    return [first, [i for i in infos if i.group_kind not in LIKELY_BLOCKING_KINDS]]
-
-
-def _uid(obj):
-    return (obj.get("metadata") or {}).get("uid")
-
-
-def namespace_blockers(namespace, objects, prune_ids, prune_uids=(), complete=True):
-    """Objects in ``namespace`` that keep it from being pruned: ``[ObjectId]``.
-
-    ``objects`` is ``[(ObjectId, obj)]`` of everything listed in the namespace; ``prune_uids`` the
-    uids of every object this run deletes (cluster-scoped ones included). An object goes with the
-    namespace harmlessly if it is being pruned, is the cluster's own (:func:`cluster_provided`), or
-    every one of its owners is such an object, itself or through its own owners (a Deployment we
-    prune, its ReplicaSet, their Pods). Anything else -- an object of someone else, or one owned by
-    something that stays -- keeps the namespace.
-
-    With ``complete=False`` (``objects`` is only part of the namespace) objects with owners are not
-    judged: only the certain blockers are returned.
-    """
-    services = set(o.name for o in prune_ids if o.group == "" and o.kind == "Service" and o.namespace == namespace)
-    harmless = set(u for u in prune_uids if u)
-    pending = []
-    blockers = []
-    for oid, obj in objects:
-        refs = (obj.get("metadata") or {}).get("ownerReferences") or []
-        if oid in prune_ids:
-            harmless.add(_uid(obj))
-        elif refs:
-            pending.append((oid, _uid(obj), [r.get("uid") for r in refs if isinstance(r, dict)]))
-        elif cluster_provided(oid, obj, services):
-            harmless.add(_uid(obj))
-        else:
-            blockers.append(oid)
-    if not complete:
-        return blockers
-    progress = True
-    while pending and progress:
-        progress = False
-        rest = []
-        for oid, uid, owners in pending:
-            if owners and all(o in harmless for o in owners):
-                harmless.add(uid)
-                progress = True
-            else:
-                rest.append((oid, uid, owners))
-        pending = rest
-    return blockers + [oid for oid, _uid_, _owners in pending]
+    plan = PrunePlan()
+    for oid, (info, obj) in sorted(ours.items()):
+        if owned_by(obj, stack, oid):
+            plan.owned += 1
+        reason = prune_decision(obj, oid, stack, desired_ids, desired_checksums)
+        if reason is None and is_terminating(obj):
+            plan.terminating.append((oid, info, obj, TERMINATING_REASON))
+            continue
+        if reason is None and not info.can("delete"):
+            reason = Reason(NOT_DELETABLE, "the API does not allow deleting %s" % info.plural)
+        if reason is not None:
+            if reason.code != STILL_DESIRED:
+                plan.kept.append((oid, info, obj, reason))
+            continue
+        others = (declared_elsewhere or {}).get(identity_digest(oid))
+        if others:
+            plan.releases.append((oid, info, obj, sorted(others)[0]))
+            continue
+        if oid.group_kind in (NAMESPACE_GK, CRD_GK):
+            plan.holders.append(oid)
+            found = (contents or {}).get(oid)
+            reason = contents_reason(found) if contents is not None else None
+            if reason is not None:
+                plan.kept.append((oid, info, obj, reason))
+                continue
+        plan.candidates.append((oid, info, obj))
+    return plan
 
 
 #: default prune budget: half the stack's objects, and never fewer than this many
@@ -213,3 +220,18 @@ def prune_budget_problem(candidates, total, max_prune):
             "100%%). Would delete: %s" % (len(candidates), total,
                                           "default: half, at least %d" % DEFAULT_MIN_PRUNE if max_prune in (None, "")
                                           else max_prune, limit, shown))
+
+
+def apply_plan(desired, ours):
+    """``(to_apply, unchanged, ignored)`` of the desired objects (``[Desired]``) against ``ours``
+    (``{ObjectId: (info, live)}``): to write, already in sync (checksum and fields), opted out."""
+    to_apply, unchanged, ignored = [], [], []
+    for d in desired:
+        live = ours.get(d.oid, (None, None))[1]
+        if d.ignored or (live is not None and is_ignored(live)):
+            ignored.append(d)
+        elif live is not None and in_sync(d.manifest, live, CHECKSUM_ANNOTATION):
+            unchanged.append(d)
+        else:
+            to_apply.append(d)
+    return to_apply, unchanged, ignored

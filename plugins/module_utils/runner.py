@@ -23,6 +23,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import missing_requirement
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
 
 #: suboptions of ``render``: how the action plugin renders ``src``. The manifests lookup's options;
@@ -115,21 +116,14 @@ def run_stack(params, check_mode=False, diff=False, warn=None):
     except AuthError as e:
         raise RunFailed(str(e), {}) from None
     try:
-        manager = StackManager(
-            client, params["name"], namespace=params["namespace"] or context_namespace or "default",
-            field_manager=params["field_manager"], force_conflicts=params["force_conflicts"], prune=params["prune"],
-            propagation_policy=params["propagation_policy"], allow_empty=params["allow_empty"],
-            fail_on_shared=params["fail_on_shared"], recreate_on_immutable=params["recreate_on_immutable"],
-            record_namespace=params["record_namespace"], commit=params["commit"], phase=params["phase"],
-            concurrency=params["concurrency"], full_prune_scan=params["full_prune_scan"],
-            check_mode=check_mode, diff=diff, wait=params["wait"], wait_timeout=params["wait_timeout"],
-            wait_conditions=params["wait_condition"], discovery_cache_dir=params["discovery_cache_dir"],
-            lock_timeout=params["wait_timeout"], max_prune=params["max_prune"])
+        opts = options_from_params(params, context_namespace, check_mode=check_mode, diff=diff)
+        manager = StackManager(client, params["name"], opts=opts)
         changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
-    except StackError as e:
-        result = _report(e.changeset, client, warn)
-        if e.changeset is not None and diff and e.changeset.diff:
-            result["diff"] = e.changeset.diff
+    except (StackError, OptionError) as e:
+        changeset = getattr(e, "changeset", None)
+        result = _report(changeset, client, warn)
+        if changeset is not None and diff and changeset.diff:
+            result["diff"] = changeset.diff
         raise RunFailed(str(e), result) from None
     except Exception as e:  # an unexpected bug: say what failed, never dump objects
         raise RunFailed("stack %r: unexpected error: %s" % (params["name"], e),

@@ -3,14 +3,17 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Readiness for ``wait``: the health rules of :mod:`health`, or the user's jmespath rule for a kind.
 
-Pure functions on live objects. A ``Failed`` object raises :class:`NotReady` (the waiter fails fast,
-naming the condition's reason and message); :func:`not_ready_reason` says why an object is still
-being waited for (for the timeout message).
+Pure functions on live objects, and the waiting loop (:func:`wait_for`, the only I/O here). A
+``Failed`` object raises :class:`NotReady` (the waiter fails fast, naming the condition's reason and
+message); :func:`not_ready_reason` says why an object is still being waited for (for the timeout
+message).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import time
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import health as hl
 
@@ -90,3 +93,35 @@ def not_ready_reason(oid, obj, user_rules=None):
     if result.ready:
         return None
     return "%s (%s)%s" % (result.health, result.reason, ": " + result.message if result.message else "")
+
+
+def wait_for(client, written, rules, timeout, poll_interval, map_fn=map, clock=time.time, sleep=time.sleep):
+    """Poll the ``[(Desired, live object)]`` just written until every one is ready.
+
+    Returns the error messages: at once for objects that failed (they will not become ready by
+    waiting), or at the timeout one naming every object not ready and why. ``[]`` when all are ready.
+    """
+    deadline = clock() + timeout
+    pending = list(written)
+    while True:
+        results = list(map_fn(lambda item: _check(item, rules), pending))
+        failed = [msg for _ok, msg in results if msg]
+        if failed:
+            return failed
+        pending = [item for item, (ok, _m) in zip(pending, results) if not ok]
+        if not pending:
+            return []
+        if clock() > deadline:
+            return ["timed out after %ss waiting for: %s" % (timeout, "; ".join(
+                "%s: %s" % (d.oid, not_ready_reason(d.oid, o, rules)) for d, o in pending[:20]))]
+        sleep(poll_interval)
+        pending = list(map_fn(lambda item: (item[0], client.get_or_none(
+            item[0].info.object_path(item[0].oid.namespace, item[0].oid.name))), pending))  # None: gone
+
+
+def _check(item, rules):
+    d, obj = item
+    try:
+        return is_ready(d.oid, obj, rules), None
+    except NotReady as e:
+        return False, "%s: %s" % (d.oid, e)

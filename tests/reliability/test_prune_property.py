@@ -109,6 +109,7 @@ class Stats:
         self.faults = 0
         self.leases_left = 0
         self.holders_kept = 0  # Namespace / CRD prunes refused because they held others' objects
+        self.info_checked = 0  # syncs whose prunes were compared with stack_info's would_prune
 
 
 class Sequence:
@@ -448,10 +449,19 @@ class Sequence:
         by_path = {H.object_path(oid): (oid, obj) for oid, obj in before.items()}
         self.deletes = []
         fault = None if fault_free else self._inject()
+        options = dict(namespace=self.default_ns[s], record_namespace=self.ns["x"], discovery_cache_dir=self.cache_dir)
+        would_prune = None
+        if fault is None and desired:  # what stack_info says the sync will delete (it must agree exactly)
+            self.write_stale_cache()
+            report = H.manager(self.client, self.stack[s], **options).inspect([m for _oid, m in desired])
+            would_prune = {(o["kind"], o["namespace"], o["name"]) for o in report["objects"] if o["status"] == "would_prune"}
         self.write_stale_cache()
-        cs, err = H.sync(self.client, self.stack[s], [m for _oid, m in desired], namespace=self.default_ns[s],
-                         record_namespace=self.ns["x"], discovery_cache_dir=self.cache_dir,
-                         lock_timeout=5 if self.faults else 30)
+        cs, err = H.sync(self.client, self.stack[s], [m for _oid, m in desired], lock_timeout=5 if self.faults else 30,
+                         **options)
+        if would_prune is not None and err is None:
+            pruned = {(o["kind"], o["namespace"], o["name"]) for o in cs.pruned}
+            assert pruned == would_prune, f"stack_info said {sorted(would_prune)} would be pruned, the sync pruned {sorted(pruned)}"
+            self.stats.info_checked += 1
         if self.faults:
             self.sim.configure_faults()  # drop what the run did not consume
             # a fault on the Lease's release DELETE leaves the Lease held until it expires (60 s, by design):
@@ -608,7 +618,7 @@ def test_prune_safety_simulator_figures(kubesim):
     H.record_figures("prune_property_simulator", sequences=SIM_STATS.sequences, steps=SIM_STATS.steps,
                      syncs=SIM_STATS.syncs, out_of_band_changes=SIM_STATS.oob, deletes_checked=SIM_STATS.deletes_checked,
                      pruned=SIM_STATS.pruned, empty_refused=SIM_STATS.refused_empty,
-                     namespaces_and_crds_kept=SIM_STATS.holders_kept,
+                     namespaces_and_crds_kept=SIM_STATS.holders_kept, stack_info_compared=SIM_STATS.info_checked,
                      wrongly_deleted=SIM_STATS.wrongly_deleted, examples_setting=EXAMPLES)
     assert SIM_STATS.wrongly_deleted == 0
     assert SIM_STATS.sequences >= min(EXAMPLES, 500) or os.environ.get("STACKSYNC_PROPERTY_EXAMPLES")

@@ -4,6 +4,7 @@ import base64
 import json
 
 import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils import contents
 from ansible_collections.stacksync.k8s.plugins.module_utils import objects as o
 from ansible_collections.stacksync.k8s.plugins.module_utils import plan as p
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
@@ -203,12 +204,14 @@ def test_namespace_blockers_ignore_what_the_cluster_puts_there():
         (ObjectId("", "ConfigMap", ns, "openshift-service-ca.crt"), {}),
         (ObjectId("", "Event", ns, "e"), {}),
         (ObjectId("", "ConfigMap", ns, "mine"), {}),
+        (ObjectId("", "Service", ns, "svc"), {"metadata": {"uid": "svc-uid"}}),
         (ObjectId("", "Endpoints", ns, "svc"), {}),
-        (ObjectId("discovery.k8s.io", "EndpointSlice", ns, "svc-x"), {"metadata": {"ownerReferences": [{}]}}),
+        # owned by the Service being pruned (an owner that stays would keep the namespace: test_plan.py)
+        (ObjectId("discovery.k8s.io", "EndpointSlice", ns, "svc-x"), {"metadata": {"ownerReferences": [{"uid": "svc-uid"}]}}),
         (ObjectId("", "ConfigMap", ns, "users"), {}),
         (ObjectId("", "ServiceAccount", ns, "robot"), {}),
     ]
-    assert p.namespace_blockers(ns, objs, prune) == [ObjectId("", "ConfigMap", ns, "users"), ObjectId("", "ServiceAccount", ns, "robot")]
+    assert contents.namespace_blockers(ns, objs, prune) == [ObjectId("", "ConfigMap", ns, "users"), ObjectId("", "ServiceAccount", ns, "robot")]
 
 
 # -- discovery --------------------------------------------------------------------------------
@@ -285,5 +288,5 @@ def test_namespace_scan_rounds_skip_events_and_put_likely_holders_first():
              ResourceInfo("", "v1", "Namespace", "namespaces", False, verbs),
              ResourceInfo("example.com", "v1", "Widget", "widgets", True, verbs),
              ResourceInfo("apps", "v1", "Deployment", "deployments", True, verbs)]
-    first, rest = p.namespace_scan_rounds(infos)
+    first, rest = contents.namespace_scan_rounds(infos)
     assert [i.kind for i in first] == ["ConfigMap", "Deployment"] and [i.kind for i in rest] == ["Widget"]

@@ -1,6 +1,7 @@
 """plan.py: which Namespace contents keep it, the prune budget, terminating objects."""
 
 import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils import contents
 from ansible_collections.stacksync.k8s.plugins.module_utils import plan as p
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 
@@ -24,47 +25,47 @@ def test_a_namespace_with_only_what_goes_with_it_has_no_blockers():
         obj("ServiceAccount", "default", "u-sa"),
         obj("Secret", "sa-token", "u-tok", owners=["u-sa"]),  # owned by the cluster's own object
     ]
-    assert p.namespace_blockers(NS, objects, {deploy[0]}, {"u-dep"}) == []
+    assert contents.namespace_blockers(NS, objects, {deploy[0]}, {"u-dep"}) == []
 
 
 def test_an_owner_outside_the_prune_set_keeps_the_namespace():
     # a foreign object whose owner is a foreign cluster-scoped object (the owner is not in the namespace)
     foreign = obj("ConfigMap", "theirs", "u-1", owners=["u-cluster-scoped-foreign"])
-    assert p.namespace_blockers(NS, [foreign], set(), set()) == [foreign[0]]
+    assert contents.namespace_blockers(NS, [foreign], set(), set()) == [foreign[0]]
     # the same object is harmless when its cluster-scoped owner is pruned by this run
-    assert p.namespace_blockers(NS, [foreign], set(), {"u-cluster-scoped-foreign"}) == []
+    assert contents.namespace_blockers(NS, [foreign], set(), {"u-cluster-scoped-foreign"}) == []
 
 
 def test_a_chain_through_a_foreign_object_keeps_the_namespace():
     objects = [obj("StatefulSet", "db", "u-db", group="apps"),  # someone else's, no owner: a blocker itself
                obj("Pod", "db-0", "u-pod", owners=["u-db"])]
-    blockers = p.namespace_blockers(NS, objects, set(), set())
+    blockers = contents.namespace_blockers(NS, objects, set(), set())
     assert sorted(b.name for b in blockers) == ["db", "db-0"]
 
 
 def test_two_owners_both_must_go():
     mine = obj("Deployment", "mine", "u-mine", group="apps")
     child = obj("ConfigMap", "shared-child", "u-c", owners=["u-mine", "u-other"])
-    assert p.namespace_blockers(NS, [mine, child], {mine[0]}, {"u-mine"}) == [child[0]]
+    assert contents.namespace_blockers(NS, [mine, child], {mine[0]}, {"u-mine"}) == [child[0]]
 
 
 def test_owner_cycle_does_not_loop_and_keeps():
     a = obj("ConfigMap", "a", "u-a", owners=["u-b"])
     b = obj("ConfigMap", "b", "u-b", owners=["u-a"])
-    assert sorted(x.name for x in p.namespace_blockers(NS, [a, b], set(), set())) == ["a", "b"]
+    assert sorted(x.name for x in contents.namespace_blockers(NS, [a, b], set(), set())) == ["a", "b"]
 
 
 def test_incomplete_listing_returns_only_certain_blockers():
     objects = [obj("Pod", "child", "u-p", owners=["u-unknown"]), obj("ConfigMap", "plain", "u-x")]
-    assert [b.name for b in p.namespace_blockers(NS, objects, set(), set(), complete=False)] == ["plain"]
-    assert sorted(b.name for b in p.namespace_blockers(NS, objects, set(), set())) == ["child", "plain"]
+    assert [b.name for b in contents.namespace_blockers(NS, objects, set(), set(), complete=False)] == ["plain"]
+    assert sorted(b.name for b in contents.namespace_blockers(NS, objects, set(), set())) == ["child", "plain"]
 
 
 def test_endpoints_of_a_pruned_service_do_not_block():
     svc = ObjectId("", "Service", NS, "web")
     ep = obj("Endpoints", "web", "u-ep")
     other = obj("Endpoints", "db", "u-ep2")
-    assert p.namespace_blockers(NS, [ep, other], {svc}, set()) == [other[0]]
+    assert contents.namespace_blockers(NS, [ep, other], {svc}, set()) == [other[0]]
 
 
 @pytest.mark.parametrize("max_prune,total,limit", [
