@@ -4,17 +4,12 @@
 """The sync engine: ``StackManager(client, stack, **options).sync(resources) -> ChangeSet``.
 
 A thin sequencer of one verb per module (fluxcd/pkg ssa's ResourceManager is the model; see
-docs/architecture.md):
-
-1. **prepare** (:mod:`.prepare`): identify and checksum the desired set; nothing is written if it fails.
-2. **observe** (:mod:`.observe`): the record and one label-selected list per kind.
-3. **plan** (:mod:`.plan`): what to apply, and the prune plan -- on fresh discovery, with the facts
-   gathered by :mod:`.prune` -- then the prune budget. :meth:`StackManager.plan` is shared by
-   ``sync``, check mode, ``stack_info`` and ``state: absent``.
-4. **execute** (:meth:`StackManager.execute`): nothing if the plan writes nothing (no lock, no
-   request); else under the stack's Lease, plan again, widen the record, **apply** (:mod:`.apply`)
-   stage by stage, **wait** (:mod:`.wait`), **prune** (:mod:`.prune`) only if every apply succeeded,
-   narrow the record. Check mode executes with server-side dry runs.
+docs/architecture.md): **prepare** (:mod:`.prepare`), **observe** (:mod:`.observe`), **plan**
+(:mod:`.plan`: the applies and the prune plan, on fresh discovery with the facts :mod:`.prune`
+reads; shared by ``sync``, check mode, ``stack_info`` and ``state: absent``), then **execute**:
+nothing if the plan writes nothing (no lock, no write); else under the stack's Lease plan again,
+widen the record, **apply** (:mod:`.apply`), **wait** (:mod:`.wait`), **prune** (:mod:`.prune`)
+only if every apply succeeded, narrow the record. Check mode executes with server-side dry runs.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -48,7 +43,6 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
 from ansible_collections.stacksync.k8s.plugins.module_utils.report import stack_report
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import wait_for
 
-__all__ = ["ChangeSet", "StackError", "StackManager"]
 #: errors of the steps that end a run with a StackError
 RUN_ERRORS = (ApiError, LockError, RecordError, ApplyError)
 

@@ -8,8 +8,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import DEFAULT_FIELD_MANAGER
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import valid_label_value
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import prune_limit
+from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import compile_conditions
 
 #: every option with its default; see the ``stack`` module's documentation for their meaning

@@ -17,24 +17,26 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import REC
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import ResourceInfo, UnknownKind
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import split_api_version
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
-    ManifestError,
     checksum,
-    describe,
     is_ignored,
     is_secret,
     label,
     normalize_secret,
-    origin,
     resolve_identity,
-    secret_shape_problem,
-    size_problem,
-    source_of,
     stamp,
     strip_source,
-    validate_manifest,
     wants_recreate,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.record import is_state_object
+from ansible_collections.stacksync.k8s.plugins.module_utils.validation import (
+    ManifestError,
+    describe,
+    origin,
+    secret_shape_problem,
+    size_problem,
+    source_of,
+    validate_manifest,
+)
 
 ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 #: a Secret checksum before the stack has a key: never equal to a live one

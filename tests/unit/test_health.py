@@ -7,6 +7,7 @@ import os
 
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils import health as hl
+from ansible_collections.stacksync.k8s.plugins.module_utils.health_status import Health
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, compile_conditions, condition, evaluate, is_ready, not_ready_reason
 
@@ -117,7 +118,7 @@ def test_group_kind_from_the_object_or_given():
 
 
 def test_not_found_is_missing():
-    assert hl.health(None) == hl.Health("NotFound", "Missing", "NotFound", "object not found")
+    assert hl.health(None) == Health("NotFound", "Missing", "NotFound", "object not found")
     assert not_ready_reason(ObjectId("", "ConfigMap", "n", "gone"), None) == "Missing (NotFound): object not found"
 
 

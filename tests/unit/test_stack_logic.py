@@ -7,6 +7,7 @@ import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils import contents
 from ansible_collections.stacksync.k8s.plugins.module_utils import objects as o
 from ansible_collections.stacksync.k8s.plugins.module_utils import plan as p
+from ansible_collections.stacksync.k8s.plugins.module_utils import validation as v
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
     CHECKSUM_ANNOTATION,
     IGNORE_ANNOTATION,
@@ -93,8 +94,8 @@ def test_owner_mark_is_bound_to_identity():
     ],
 )
 def test_validate_manifest(manifest, message):
-    with pytest.raises(o.ManifestError, match=message):
-        o.validate_manifest(manifest, 0)
+    with pytest.raises(v.ManifestError, match=message):
+        v.validate_manifest(manifest, 0)
 
 
 def test_strip_source_does_not_touch_input():
@@ -155,8 +156,8 @@ def test_secret_redaction_marks_changed_keys_only():
     after = {"kind": "Secret", "data": {"a": "QQ==", "b": "Qw==", "c": "RA=="}}
     d = object_diff(before, after, secret=True)
     text = json.dumps(d)
-    for v in ("QQ==", "Qg==", "Qw==", "RA==", "{secret}"):
-        assert v not in text
+    for value in ("QQ==", "Qg==", "Qw==", "RA==", "{secret}"):
+        assert value not in text
     assert d["after"]["data"] == {"a": "<redacted>", "b": "<redacted, changed>", "c": "<redacted, changed>"}
     assert redact_secret(None) is None
 

@@ -4,6 +4,7 @@ import base64
 
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils import objects as o
+from ansible_collections.stacksync.k8s.plugins.module_utils import validation as v
 
 SECRET = "SuperSecretValue123"
 
@@ -11,10 +12,10 @@ SECRET = "SuperSecretValue123"
 @pytest.mark.parametrize("value", ["foo\n", "foo\n\n", "a-b\n"])
 def test_label_values_with_a_trailing_newline_are_refused(value):
     # "$" matches before a final newline: every name check is a full match
-    assert not o.valid_label_value(value)
-    assert not o.valid_label_key(value)
-    assert o.invalid_name("", "ConfigMap", value) is not None
-    assert o.invalid_name("", "Namespace", value) is not None
+    assert not v.valid_label_value(value)
+    assert not v.valid_label_key(value)
+    assert v.invalid_name("", "ConfigMap", value) is not None
+    assert v.invalid_name("", "Namespace", value) is not None
 
 
 @pytest.mark.parametrize("manifest,problem", [
@@ -28,15 +29,15 @@ def test_label_values_with_a_trailing_newline_are_refused(value):
     ({"stringData": SECRET}, "stringData must be a mapping"),
 ])
 def test_secret_shape_problems_never_name_the_value(manifest, problem):
-    text = o.secret_shape_problem(manifest)
+    text = v.secret_shape_problem(manifest)
     assert problem in text and SECRET not in text and "12345" not in text
 
 
 def test_good_secret_shapes():
     wrapped = base64.encodebytes(b"x" * 100).decode()  # line breaks, as `base64` writes them
-    assert o.secret_shape_problem({"data": {"a": base64.b64encode(b"v").decode(), "b": "", "c": wrapped}}) is None
-    assert o.secret_shape_problem({"stringData": {"port": 5432, "on": True, "s": "x"}}) is None
-    assert o.secret_shape_problem({"type": "Opaque"}) is None
+    assert v.secret_shape_problem({"data": {"a": base64.b64encode(b"v").decode(), "b": "", "c": wrapped}}) is None
+    assert v.secret_shape_problem({"stringData": {"port": 5432, "on": True, "s": "x"}}) is None
+    assert v.secret_shape_problem({"type": "Opaque"}) is None
 
 
 # messages recorded from kube-apiserver v1.36 for these bodies
