@@ -181,8 +181,8 @@ class Applier:
             if not pending:
                 return
             if time.time() > deadline:
-                raise ApplyError("CRDs not Established after %ss: %s" % (self.opts.crd_timeout,
-                                                                        ", ".join(d.oid.name for d in pending)))
+                names = ", ".join(d.oid.name for d in pending)
+                raise ApplyError("CRDs not Established after %ss: %s" % (self.opts.crd_timeout, names))
             time.sleep(next(delays))
 
 

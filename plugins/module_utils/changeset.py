@@ -103,8 +103,8 @@ class ChangeSet:
 
     @property
     def counts(self):
-        return dict((action, self.count(action)) for action in (CREATED, CONFIGURED, UNCHANGED, PRUNED, SKIPPED,
-                                                               TERMINATING, RELEASED))
+        actions = (CREATED, CONFIGURED, UNCHANGED, PRUNED, SKIPPED, TERMINATING, RELEASED)
+        return dict((action, self.count(action)) for action in actions)
 
     @property
     def changed(self):

@@ -21,9 +21,9 @@ except ImportError:  # pragma: no cover - checked with CLIENT_REQUIREMENTS befor
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
 
+
 class AuthError(Exception):
     pass
-
 
 
 class ClusterConfig(object):

@@ -43,7 +43,6 @@ def _parse_micro(text):
     return (dt - datetime.datetime(1970, 1, 1)).total_seconds()
 
 
-
 class LockError(Exception):
     pass
 
