@@ -16,7 +16,7 @@ import threading
 
 from . import errors, fields
 from .controllers import Controllers
-from .defaults import apply_defaults, carry_allocated, check_types, validate
+from .defaults import allocate_node_ports, apply_defaults, carry_allocated, check_types, prepare_for_create, prepare_for_update, validate
 from .patch import json_patch, merge_patch, strategic_merge_patch
 from .resources import BUILTINS, CREATE_ON_UPDATE, GENERATION_KINDS, ResourceType
 from .schema import SKELETONS, Root
@@ -43,6 +43,7 @@ class Cluster:
         self.rv = 100
         self.events = collections.deque(maxlen=_EVENT_LOG)
         self.next_ip = 10
+        self.next_node_port = 30079
         self.crd_establish_delay = crd_establish_delay
         self.ca_pem = ca_pem
         self.controllers = Controllers(self, pods_ready)
@@ -328,11 +329,13 @@ class Cluster:
             meta.pop("generation", None)
         if "status" in rt.subresources and rt.kind != "Namespace":
             obj.pop("status", None)
-        apply_defaults(obj, self._alloc_ip)
+        apply_defaults(obj, self._alloc_ip, operation == "Apply", rt.crd is not None, rt.schema)
         validate(obj, rt)
         if fields_set is None:
             changed, _ = fields.compare(_skeleton(rt, {}), _skeleton(rt, obj), self._ctx(rt))
             fields_set = fields.strip(changed, "status" in rt.subresources) - _UNTRACKED.get(rt.kind, set())
+        prepare_for_create(obj, meta["uid"])
+        allocate_node_ports(obj, self._alloc_node_port)
         meta.pop("managedFields", None)
         if fields_set:
             meta["managedFields"] = [_entry(manager, operation, rt.api_version, fields_set, None)]
@@ -407,7 +410,7 @@ class Cluster:
             else:
                 obj.pop("status", None)
         carry_allocated(old, obj)
-        apply_defaults(obj, self._alloc_ip)
+        apply_defaults(obj, self._alloc_ip, apply_sets is not None, rt.crd is not None, rt.schema)
         validate(obj, rt, old if subresource is None else None)
         if ometa.get("deletionTimestamp"):
             added = set(meta.get("finalizers") or []) - set(ometa.get("finalizers") or [])
@@ -415,6 +418,8 @@ class Cluster:
                 why = "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers " + json.dumps(sorted(added))
                 raise errors.invalid(rt.kind, meta["name"], [("metadata.finalizers", "FieldValueForbidden", why)], rt.group or None)
         self._update_managed(rt, old, obj, manager, subresource, apply_sets)
+        prepare_for_update(old, obj)
+        allocate_node_ports(obj, self._alloc_node_port)
         if _same(old, obj):
             return self.view(rt, old)
         if "generation" in ometa and _spec_changed(old, obj):
@@ -633,6 +638,10 @@ class Cluster:
             t.cancel()
         with self.lock:
             self.changed.notify_all()
+
+    def _alloc_node_port(self):
+        self.next_node_port = 30000 + (self.next_node_port - 30000 + 1) % 2768
+        return self.next_node_port
 
     def _alloc_ip(self):
         self.next_ip += 1

@@ -1,0 +1,242 @@
+"""The real-world-shaped corpus (``tests/fixtures/realworld``) applied to a cluster, and what comes back.
+
+Shared by ``test_normalisation.py`` and its recorder (``python -m tests.conformance.realworld --record
+KUBECONFIG`` writes ``realworld_expected.json`` from a real kube-apiserver). Names are made unique per
+run (namespaces, cluster-scoped names, the CRD's group) so runs never collide on a shared cluster, and
+mapped back, with allocated values (uids, cluster IPs, node ports, times) masked, in snapshots.
+"""
+
+import copy
+import json
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "realworld"
+EXPECTED = Path(__file__).resolve().parent / "realworld_expected.json"
+MANAGER = "stacksync"
+GROUP = "rw.stacksync.io"
+# Exact string values renamed per run (namespaces, cluster-scoped names, the CRD's name and group).
+RENAMED = ("rw-ingress", "rw-monitoring", "rw-app", "rw-ingress-nginx", "rw-nginx", "rw-ingress-nginx-admission", "rw-monitoring-admission")
+# Applied last (webhooks: so they never see the corpus's own writes) and deleted first.
+LAST_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+# Written by controllers after the write (not in a real server's answer to it; the simulator runs its
+# controllers inline, before answering): left out of snapshots.
+CONTROLLER_ANNOTATIONS = ("deployment.kubernetes.io/revision",)
+CONTROLLER_MANAGERS = ("kube-controller-manager", "kube-apiserver")
+PLURALS = {
+    "Namespace": "namespaces", "ServiceAccount": "serviceaccounts", "ConfigMap": "configmaps", "Secret": "secrets", "Service": "services",
+    "Role": "roles", "RoleBinding": "rolebindings", "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
+    "Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets", "Job": "jobs", "CronJob": "cronjobs",
+    "Ingress": "ingresses", "IngressClass": "ingressclasses", "NetworkPolicy": "networkpolicies", "PodDisruptionBudget": "poddisruptionbudgets",
+    "HorizontalPodAutoscaler": "horizontalpodautoscalers", "CustomResourceDefinition": "customresourcedefinitions",
+    "ValidatingWebhookConfiguration": "validatingwebhookconfigurations", "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+    "ScrapeConfig": "scrapeconfigs",
+}
+
+
+def load_corpus(root=CORPUS):
+    """The corpus's manifests (documents with a ``kind``, Kustomization files excepted), in file order."""
+    out = []
+    for path in sorted(root.rglob("*.yaml")):
+        with open(path) as f:
+            for doc in yaml.safe_load_all(f):
+                if isinstance(doc, dict) and doc.get("kind") and doc["kind"] != "Kustomization":
+                    out.append(doc)
+    return out
+
+
+def apply_order(manifests):
+    """Namespaces and CRDs first, custom resources after them, webhooks last (a stable sort)."""
+    def rank(m):
+        if m["kind"] in ("Namespace", "CustomResourceDefinition"):
+            return 0
+        if m["kind"] in LAST_KINDS:
+            return 3
+        return 2 if "." in m["apiVersion"].split("/")[0] and m["apiVersion"].split("/")[0].endswith("stacksync.io") else 1
+    return sorted(manifests, key=rank)
+
+
+def renames(suffix):
+    """The map of exact string values to this run's values."""
+    out = {name: f"{name}-{suffix}" for name in RENAMED}
+    group = f"rw{suffix}.stacksync.io"
+    out[GROUP] = group
+    out[f"{GROUP}/v1alpha1"] = f"{group}/v1alpha1"
+    out[f"scrapeconfigs.{GROUP}"] = f"scrapeconfigs.{group}"
+    return out
+
+
+def replace_strings(value, mapping):
+    """``value`` with every string equal to a key of ``mapping`` replaced (values only, not keys)."""
+    if isinstance(value, dict):
+        return {k: replace_strings(v, mapping) for k, v in value.items()}
+    if isinstance(value, list):
+        return [replace_strings(v, mapping) for v in value]
+    if isinstance(value, str):
+        return mapping.get(value, value)
+    return value
+
+
+def path_of(m):
+    """The API path of a manifest's object."""
+    group_version = m["apiVersion"]
+    base = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
+    ns = m["metadata"].get("namespace")
+    plural = PLURALS[m["kind"]]
+    if ns:
+        return f"{base}/namespaces/{ns}/{plural}/{m['metadata']['name']}"
+    return f"{base}/{plural}/{m['metadata']['name']}"
+
+
+def key_of(m):
+    """``Kind namespace/name`` of a manifest (with the corpus's own names)."""
+    ns = m["metadata"].get("namespace")
+    return f"{m['kind']} {ns + '/' if ns else ''}{m['metadata']['name']}"
+
+
+def _mask_managed(entries):
+    out = []
+    for e in entries or []:
+        if e["manager"] in CONTROLLER_MANAGERS:
+            continue
+        item = {"manager": e["manager"], "operation": e["operation"], "apiVersion": e.get("apiVersion"), "fieldsV1": e.get("fieldsV1")}
+        if e.get("subresource"):
+            item["subresource"] = e["subresource"]
+        out.append(item)
+    return sorted(out, key=lambda e: (e["manager"], e["operation"], e.get("subresource") or ""))
+
+
+def _mask_service(spec):
+    if spec.get("clusterIP") not in (None, "None", ""):
+        spec["clusterIP"] = "<allocated>"
+        spec["clusterIPs"] = ["<allocated>" for _ in spec.get("clusterIPs") or []]
+    for p in spec.get("ports") or []:
+        if "nodePort" in p:
+            p["nodePort"] = "<allocated>"
+
+
+def snapshot(obj, mapping):
+    """What the comparison looks at: the object without identity noise, names mapped back to the corpus's."""
+    obj = copy.deepcopy(obj)
+    meta = obj.get("metadata") or {}
+    uid = meta.get("uid")
+    text = json.dumps(obj)
+    if uid:
+        text = text.replace(uid, "<uid>")
+    obj = replace_strings(json.loads(text), {v: k for k, v in mapping.items()})
+    meta = obj["metadata"]
+    out = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind")}
+    kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations", "finalizers") if k in meta}
+    annotations = {k: v for k, v in (kept.get("annotations") or {}).items() if k not in CONTROLLER_ANNOTATIONS}
+    if annotations:
+        kept["annotations"] = annotations
+    else:
+        kept.pop("annotations", None)
+    kept["managedFields"] = _mask_managed(meta.get("managedFields"))
+    out["metadata"] = kept
+    for k, v in obj.items():
+        if k not in ("apiVersion", "kind", "metadata", "status"):
+            out[k] = v
+    if obj.get("kind") == "Service":
+        _mask_service(out.get("spec") or {})
+    if obj.get("kind") == "Secret" and "data" in out:
+        out["data"] = {k: "<%d bytes>" % len(v) for k, v in out["data"].items()}
+    return out
+
+
+def diff(expected, actual, path=""):
+    """Differences between two JSON values, as ``path: expected != actual`` lines."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        out = []
+        for k in sorted(set(expected) | set(actual)):
+            if k not in actual:
+                out.append(f"{path}.{k}: missing (expected {json.dumps(expected[k])[:200]})")
+            elif k not in expected:
+                out.append(f"{path}.{k}: unexpected {json.dumps(actual[k])[:200]}")
+            else:
+                out += diff(expected[k], actual[k], f"{path}.{k}")
+        return out
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        out = []
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            out += diff(e, a, f"{path}[{i}]")
+        return out
+    if expected != actual:
+        return [f"{path}: expected {json.dumps(expected)[:300]} got {json.dumps(actual)[:300]}"]
+    return []
+
+
+class Run:
+    """The corpus applied once to a cluster through a :class:`~tests.kubesim.client.KubeHTTP` client."""
+
+    def __init__(self, api, suffix=None):
+        self.api = api
+        self.suffix = suffix or secrets.token_hex(3)
+        self.mapping = renames(self.suffix)
+        self.manifests = [replace_strings(m, self.mapping) for m in apply_order(load_corpus())]
+        self.applied = []
+
+    def _wait_crd(self, name):
+        def established():
+            _, body, _ = self.api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            conds = (body or {}).get("status", {}).get("conditions") or []
+            if not any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+                return False
+            status, _, _ = self.api.get(f"/apis/{self.mapping[GROUP + '/v1alpha1']}")
+            return status == 200
+        self.api.wait_for(established, timeout=60)
+
+    def apply_all(self, manager=MANAGER, **params):
+        """Server-side apply every manifest; returns {key: (status, answer)}."""
+        answers = {}
+        for m in self.manifests:
+            status, body, _ = self.api.apply(path_of(m), m, manager=manager, force=True, **params)
+            answers[key_of(replace_strings(m, {v: k for k, v in self.mapping.items()}))] = (status, body)
+            if status in (200, 201) and m not in self.applied:
+                self.applied.append(m)
+            if m["kind"] == "CustomResourceDefinition" and status in (200, 201) and not params.get("dryRun"):
+                self._wait_crd(m["metadata"]["name"])
+        return answers
+
+    def get_all(self):
+        """GET every applied object: {key: (status, body)}."""
+        back = {v: k for k, v in self.mapping.items()}
+        return {key_of(replace_strings(m, back)): self.api.get(path_of(m))[:2] for m in self.applied}
+
+    def cleanup(self):
+        """Delete what was applied (webhooks first, namespaces and the CRD last) without waiting."""
+        for m in sorted(self.applied, key=lambda m: (m["kind"] not in LAST_KINDS, m["kind"] in ("Namespace", "CustomResourceDefinition"))):
+            self.api.request("DELETE", path_of(m))
+
+
+def record(kubeconfig, out=EXPECTED):
+    """Apply the corpus to the cluster of ``kubeconfig`` (a real kube-apiserver) and write the snapshots."""
+    import tempfile
+
+    from tests.kubesim.client import KubeHTTP
+
+    with tempfile.TemporaryDirectory() as d:
+        api = KubeHTTP.from_kubeconfig(kubeconfig, f"{d}/ca.crt")
+        run = Run(api)
+        try:
+            answers = run.apply_all()
+            bad = {k: v for k, v in answers.items() if v[0] not in (200, 201)}
+            if bad:
+                raise SystemExit(f"apply failed: {json.dumps(bad, indent=1)[:4000]}")
+            version = api.get("/version")[1]["gitVersion"]
+            result = {"server": version, "objects": {k: snapshot(v[1], run.mapping) for k, v in answers.items()}}
+        finally:
+            run.cleanup()
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":  # python -m tests.conformance.realworld --record KUBECONFIG
+    if len(sys.argv) != 3 or sys.argv[1] != "--record":
+        raise SystemExit("usage: python -m tests.conformance.realworld --record KUBECONFIG")
+    record(sys.argv[2])
