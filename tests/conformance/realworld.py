@@ -8,7 +8,9 @@ mapped back, with allocated values (uids, cluster IPs, node ports, times) masked
 
 import copy
 import json
+import os
 import secrets
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,6 +29,7 @@ LAST_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 # controllers inline, before answering): left out of snapshots.
 CONTROLLER_ANNOTATIONS = ("deployment.kubernetes.io/revision",)
 CONTROLLER_MANAGERS = ("kube-controller-manager", "kube-apiserver")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 PLURALS = {
     "Namespace": "namespaces", "ServiceAccount": "serviceaccounts", "ConfigMap": "configmaps", "Secret": "secrets", "Service": "services",
     "Role": "roles", "RoleBinding": "rolebindings", "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
@@ -136,6 +139,13 @@ def snapshot(obj, mapping):
         kept["annotations"] = annotations
     else:
         kept.pop("annotations", None)
+    last = (kept.get("annotations") or {}).get(LAST_APPLIED)
+    if last:  # kubectl's JSON text: compared as the value it holds (the identity kubectl replace copies into it masked)
+        last = replace_strings(json.loads(last), {v: k for k, v in mapping.items()})
+        for k in ("creationTimestamp", "resourceVersion"):
+            if k in (last.get("metadata") or {}):
+                last["metadata"][k] = "<masked>"
+        kept["annotations"][LAST_APPLIED] = last
     kept["managedFields"] = _mask_managed(meta.get("managedFields"))
     out["metadata"] = kept
     for k, v in obj.items():
@@ -202,6 +212,24 @@ class Run:
                 self._wait_crd(m["metadata"]["name"])
         return answers
 
+    def reapply_writes(self, manager=MANAGER):
+        """Apply every manifest again: {key: what changed} of those whose apply wrote (a new resourceVersion
+        while no one else wrote in between, or a different snapshot)."""
+        back = {v: k for k, v in self.mapping.items()}
+        out = {}
+        for m in self.manifests:
+            key = key_of(replace_strings(m, back))
+            _, before, _ = self.api.get(path_of(m))
+            status, after, _ = self.api.apply(path_of(m), m, manager=manager, force=True)
+            assert status == 200, after
+            changed = diff(snapshot(before, self.mapping), snapshot(after, self.mapping))
+            quiet = before.get("status") == after.get("status")  # no controller wrote in between
+            if quiet and before["metadata"]["resourceVersion"] != after["metadata"]["resourceVersion"]:
+                changed.append("metadata.resourceVersion changed")
+            if changed:
+                out[key] = changed
+        return out
+
     def get_all(self):
         """GET every applied object: {key: (status, body)}."""
         back = {v: k for k, v in self.mapping.items()}
@@ -211,6 +239,82 @@ class Run:
         """Delete what was applied (webhooks first, namespaces and the CRD last) without waiting."""
         for m in sorted(self.applied, key=lambda m: (m["kind"] not in LAST_KINDS, m["kind"] in ("Namespace", "CustomResourceDefinition"))):
             self.api.request("DELETE", path_of(m))
+
+
+# ---------------------------------------------------------------- people's tools
+_EDITOR = """#!/bin/sh
+sed -i -e 's/^  b: two$/  b: edited/' "$1"
+"""
+
+
+def _kubectl_manifests(mapping):
+    """The objects the kubectl scenario writes: a ConfigMap (client-side apply, then label, annotate,
+    patch, edit, replace), the corpus's app Deployment (client-side apply, then scale and set image) and
+    the ingress controller's Deployment (kubectl create -f)."""
+    corpus = {key_of(m): m for m in load_corpus()}
+    ns = mapping["rw-app"]
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "csa", "namespace": ns, "labels": {"from": "kubectl"},
+                                                                 "annotations": {"note": "first"}},
+          "data": {"a": "one", "b": "two"}}
+    web = replace_strings(corpus["Deployment rw-app/web"], mapping)
+    created = replace_strings(corpus["Deployment rw-ingress/ingress-nginx-controller"], mapping)
+    created["metadata"]["namespace"] = ns
+    created["spec"]["template"]["spec"]["volumes"][0]["secret"]["optional"] = True
+    return cm, web, created
+
+
+def kubectl_scenario(kubeconfig, mapping, workdir):
+    """Write with kubectl's commands (each its own field manager); returns [(key, path)] of the objects."""
+    cache = os.path.join(workdir, "kubectl-cache")
+    editor = os.path.join(workdir, "editor.sh")
+    with open(editor, "w") as f:
+        f.write(_EDITOR)
+    os.chmod(editor, 0o755)
+    env = {**os.environ, "KUBE_EDITOR": editor, "KUBECTL_EXTERNAL_DIFF": ""}
+
+    def kubectl(*args, stdin=None):
+        proc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "--cache-dir", cache, *args], input=stdin, capture_output=True,
+                              text=True, timeout=120, env=env, check=False)
+        if proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)}: {proc.stderr}")
+        return proc.stdout
+
+    cm, web, created = _kubectl_manifests(mapping)
+    ns = cm["metadata"]["namespace"]
+    kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+    kubectl("apply", "-f", "-", stdin=json.dumps(cm))
+    kubectl("apply", "-f", "-", stdin=json.dumps(web))
+    kubectl("create", "-f", "-", stdin=json.dumps(created))
+    kubectl("label", "-n", ns, "configmap", "csa", "extra=yes")
+    kubectl("annotate", "-n", ns, "configmap", "csa", "added=by-hand")
+    kubectl("patch", "-n", ns, "configmap", "csa", "--type=merge", "-p", json.dumps({"data": {"c": "three"}}))
+    kubectl("edit", "-n", ns, "configmap", "csa")
+    replaced = json.loads(kubectl("get", "-n", ns, "configmap", "csa", "-o", "json"))
+    replaced["data"]["d"] = "four"
+    kubectl("replace", "-f", "-", stdin=json.dumps(replaced))
+    kubectl("scale", "-n", ns, "deployment", "web", "--replicas=4")
+    kubectl("set", "image", "-n", ns, "deployment/web", "sidecar=busybox:1.37")
+    kubectl("patch", "-n", ns, "deployment", "ingress-nginx-controller", "-p",
+            json.dumps({"spec": {"template": {"spec": {"containers": [{"name": "controller", "resources": {"limits": {"memory": "512Mi"}}}]}}}}))
+    base = f"/api/v1/namespaces/{ns}/configmaps"
+    apps = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    return [("Namespace rw-app", f"/api/v1/namespaces/{ns}"), ("ConfigMap rw-app/csa", f"{base}/csa"), ("Deployment rw-app/web", f"{apps}/web"),
+            ("Deployment rw-app/ingress-nginx-controller", f"{apps}/ingress-nginx-controller")]
+
+
+def kubectl_snapshots(api, kubeconfig, workdir, suffix=None):
+    """Run :func:`kubectl_scenario` in namespaces of its own and snapshot what it wrote; deletes the namespace."""
+    mapping = renames(suffix or secrets.token_hex(3))
+    try:
+        objects = kubectl_scenario(kubeconfig, mapping, workdir)
+        out = {}
+        for key, path in objects:
+            status, body, _ = api.get(path)
+            assert status == 200, body
+            out[key] = snapshot(body, mapping)
+        return out
+    finally:
+        api.request("DELETE", f"/api/v1/namespaces/{mapping['rw-app']}")
 
 
 def record(kubeconfig, out=EXPECTED):
@@ -228,7 +332,8 @@ def record(kubeconfig, out=EXPECTED):
             if bad:
                 raise SystemExit(f"apply failed: {json.dumps(bad, indent=1)[:4000]}")
             version = api.get("/version")[1]["gitVersion"]
-            result = {"server": version, "objects": {k: snapshot(v[1], run.mapping) for k, v in answers.items()}}
+            result = {"server": version, "objects": {k: snapshot(v[1], run.mapping) for k, v in answers.items()},
+                      "reapply_writes": sorted(run.reapply_writes()), "kubectl": kubectl_snapshots(api, kubeconfig, d)}
         finally:
             run.cleanup()
     with open(out, "w") as f:

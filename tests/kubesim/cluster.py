@@ -498,6 +498,13 @@ class Cluster:
         if want and want != live["metadata"]["resourceVersion"]:
             raise errors.conflict(rt, name)
         entries = _decode_entries(live["metadata"].get("managedFields") or [], self._decoded)
+        if not entries:
+            # an object no one owns anything of (created without tracked fields, or managedFields cleared): like the
+            # real server, the first apply gives every field it has to "before-first-apply" (an Update entry)
+            owned, _ = fields.compare(_skeleton(rt, {}), _skeleton(rt, live), ctx)
+            owned = fields.strip(owned, "status" in rt.subresources)
+            if owned:
+                entries[("before-first-apply", "Update", None)] = {"apiVersion": rt.api_version, "set": owned, "time": now()}
         merged = fields.merge(_merge_base(live, drop_status and rt.kind != "Namespace"), cfg, ctx)
         changed, _ = fields.compare(live, merged, ctx)
         conflicts = []

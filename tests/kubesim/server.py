@@ -310,7 +310,7 @@ class Router:
                     body = req.json_body()
                     new_scale = json_patch(scale, body) if ctype == "application/json-patch+json" else merge_patch(scale, body)
                 obj["spec"]["replicas"] = (new_scale.get("spec") or {}).get("replicas", 0)
-                obj, _ = c.update(rt, req.namespace, req.name, obj, manager, dry_run)
+                obj, _ = c.update(rt, req.namespace, req.name, obj, manager, dry_run, "scale")
             return 200, _scale_of(obj)
 
     def _dry_run(self, req):
