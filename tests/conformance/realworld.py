@@ -296,10 +296,19 @@ def kubectl_scenario(kubeconfig, mapping, workdir):
     kubectl("set", "image", "-n", ns, "deployment/web", "sidecar=busybox:1.37")
     kubectl("patch", "-n", ns, "deployment", "ingress-nginx-controller", "-p",
             json.dumps({"spec": {"template": {"spec": {"containers": [{"name": "controller", "resources": {"limits": {"memory": "512Mi"}}}]}}}}))
-    base = f"/api/v1/namespaces/{ns}/configmaps"
+    # kubectl create <kind>: typed clients, protobuf request bodies
+    kubectl("create", "-n", ns, "configmap", "typed", "--from-literal=a=b", "--from-literal=empty=")
+    kubectl("create", "-n", ns, "secret", "generic", "typed", "--from-literal=user=admin")
+    kubectl("create", "-n", ns, "serviceaccount", "typed")
+    kubectl("create", "-n", ns, "service", "nodeport", "typed", "--tcp=80:8080", "--tcp=443:https")
+    kubectl("create", "-n", ns, "deployment", "typed", "--image=registry.example.com/web:1.0", "--replicas=2", "--port=8080")
+    core = f"/api/v1/namespaces/{ns}"
     apps = f"/apis/apps/v1/namespaces/{ns}/deployments"
-    return [("Namespace rw-app", f"/api/v1/namespaces/{ns}"), ("ConfigMap rw-app/csa", f"{base}/csa"), ("Deployment rw-app/web", f"{apps}/web"),
-            ("Deployment rw-app/ingress-nginx-controller", f"{apps}/ingress-nginx-controller")]
+    return [("Namespace rw-app", core), ("ConfigMap rw-app/csa", f"{core}/configmaps/csa"), ("Deployment rw-app/web", f"{apps}/web"),
+            ("Deployment rw-app/ingress-nginx-controller", f"{apps}/ingress-nginx-controller"),
+            ("ConfigMap rw-app/typed", f"{core}/configmaps/typed"), ("Secret rw-app/typed", f"{core}/secrets/typed"),
+            ("ServiceAccount rw-app/typed", f"{core}/serviceaccounts/typed"), ("Service rw-app/typed", f"{core}/services/typed"),
+            ("Deployment rw-app/typed", f"{apps}/typed")]
 
 
 def kubectl_snapshots(api, kubeconfig, workdir, suffix=None):

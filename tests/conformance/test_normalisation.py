@@ -11,7 +11,9 @@ with STACKSYNC_TEST_KUBECONFIG, on a real server, so a difference fails one of t
 """
 
 import json
+import secrets
 import shutil
+import subprocess
 
 import pytest
 
@@ -94,3 +96,20 @@ def test_kubectl_field_managers_as_the_real_server_records_them(kube, tmp_path):
         if lines:
             differences[key] = lines
     assert not differences, "kubectl's writes recorded differently from kube-apiserver v1.36:\n" + _report(differences)
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_create_configmap_dry_run_server(kube, tmp_path):
+    """kubectl's typed client sends a protobuf body: the server decodes it, answers the dry-run object and
+    stores nothing."""
+    name = f"pb-{secrets.token_hex(3)}"
+    proc = subprocess.run(["kubectl", "--kubeconfig", kube.kubeconfig, "--cache-dir", str(tmp_path), "-n", "default", "create", "configmap",
+                           name, "--from-literal=a=b", "--from-literal=empty=", "--dry-run=server", "-o", "json"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    obj = json.loads(proc.stdout)
+    assert obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == name and obj["metadata"]["namespace"] == "default"
+    assert obj["data"] == {"a": "b", "empty": ""}
+    assert obj["metadata"]["uid"] and "resourceVersion" not in obj["metadata"]
+    status, _, _ = kube.http.get(f"/api/v1/namespaces/default/configmaps/{name}")
+    assert status == 404

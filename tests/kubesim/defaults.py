@@ -197,11 +197,8 @@ def _service(obj, alloc_ip):
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
     if spec["type"] != "ExternalName":
-        if "clusterIP" not in spec:
-            spec["clusterIP"] = alloc_ip()
-        spec.setdefault("clusterIPs", [spec["clusterIP"]] if spec["clusterIP"] else [])
-        spec.setdefault("ipFamilies", ["IPv4"])
-        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        if alloc_ip is not None:  # an update: the registry fills these in before the managed fields are computed
+            allocate_cluster_ip(obj, alloc_ip)
         spec.setdefault("internalTrafficPolicy", "Cluster")
     for p in spec.get("ports") or []:
         if isinstance(p, dict):
@@ -213,6 +210,19 @@ def _service(obj, alloc_ip):
     if spec["sessionAffinity"] == "ClientIP":
         spec.setdefault("sessionAffinityConfig", {}).setdefault("clientIP", {}).setdefault("timeoutSeconds", 10800)
     obj.setdefault("status", {}).setdefault("loadBalancer", {})
+
+
+def allocate_cluster_ip(obj, alloc_ip):
+    """Service registry: cluster IP(s) and IP families (on create set after the creator's managed fields are
+    computed, so never owned by an Update-operation creator, like the real registry's allocation)."""
+    spec = obj.get("spec")
+    if obj.get("kind") != "Service" or not isinstance(spec, dict) or spec.get("type", "ClusterIP") == "ExternalName":
+        return
+    if "clusterIP" not in spec:
+        spec["clusterIP"] = alloc_ip()
+    spec.setdefault("clusterIPs", [spec["clusterIP"]] if spec["clusterIP"] else [])
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
 
 
 def allocate_node_ports(obj, alloc_port):

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from . import authz, errors, openapi, resources
+from . import authz, errors, openapi, protobuf, resources
 from .table import to_table, wants_table
 
 _AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
@@ -44,9 +44,14 @@ class Request:
         return self.query.get(name, "").lower() in ("true", "1")
 
     def json_body(self):
-        """Decoded JSON (or YAML) request body; None if empty."""
+        """Decoded JSON (or YAML, or Kubernetes protobuf: see ``protobuf.py``) request body; None if empty."""
         if not self.body:
             return None
+        if (self.headers.get("Content-Type") or "").split(";")[0].strip() == protobuf.CONTENT_TYPE:
+            try:
+                return protobuf.decode_body(self.body)
+            except protobuf.ProtobufError as exc:
+                raise errors.bad_request(f"error decoding body: {exc}") from exc
         try:
             return json.loads(self.body)
         except ValueError:
