@@ -51,7 +51,7 @@ def test_corpus_is_stored_as_the_real_server_stores_it(corpus):
 
 def test_quantities_are_canonical_and_zero_values_omitted(corpus):
     """The normalisations issue 16 is about, spelled out (the recorded snapshots hold them all)."""
-    run, answers = corpus
+    _, answers = corpus
     sts = answers["StatefulSet rw-monitoring/prometheus"][1]["spec"]["template"]["spec"]
     prom = sts["containers"][0]
     assert prom["resources"] == {"limits": {"cpu": "2", "ephemeral-storage": "1536Mi", "memory": "2Gi"},
