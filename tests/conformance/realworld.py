@@ -212,6 +212,26 @@ class Run:
                 self._wait_crd(m["metadata"]["name"])
         return answers
 
+    def kubectl_apply_all(self, kubeconfig, workdir):
+        """``kubectl apply -f`` (client-side apply: Update operations by ``kubectl-client-side-apply``, the
+        last-applied annotation) of the corpus, custom resources once their CRD is served; returns
+        {key: snapshot} of what the objects hold then."""
+        custom = [m for m in self.manifests if m["apiVersion"].startswith(self.mapping[GROUP])]
+        rest = [m for m in self.manifests if m not in custom]
+        for batch in (rest, custom):
+            if batch is custom:
+                self._wait_crd(self.mapping[f"scrapeconfigs.{GROUP}"])
+            proc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "--cache-dir", os.path.join(workdir, "cache"), "apply", "-f", "-"],
+                                  input=yaml.safe_dump_all(batch), capture_output=True, text=True, timeout=300, check=False)
+            if proc.returncode != 0:
+                raise AssertionError(f"kubectl apply: {proc.stderr}")
+            self.applied += [m for m in batch if m not in self.applied]
+        out = {}
+        for key, (status, body) in self.get_all().items():
+            assert status == 200, body
+            out[key] = snapshot(body, self.mapping)
+        return out
+
     def reapply_writes(self, manager=MANAGER):
         """Apply every manifest again: {key: what changed} of those whose apply wrote (a new resourceVersion
         while no one else wrote in between, or a different snapshot)."""
@@ -343,6 +363,11 @@ def record(kubeconfig, out=EXPECTED):
             version = api.get("/version")[1]["gitVersion"]
             result = {"server": version, "objects": {k: snapshot(v[1], run.mapping) for k, v in answers.items()},
                       "reapply_writes": sorted(run.reapply_writes()), "kubectl": kubectl_snapshots(api, kubeconfig, d)}
+            csa = Run(api)
+            try:
+                result["client_side_apply"] = csa.kubectl_apply_all(kubeconfig, d)
+            finally:
+                csa.cleanup()
         finally:
             run.cleanup()
     with open(out, "w") as f:

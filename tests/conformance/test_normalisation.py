@@ -99,6 +99,24 @@ def test_kubectl_field_managers_as_the_real_server_records_them(kube, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_client_side_apply_of_the_corpus(kube, tmp_path):
+    """The corpus written with ``kubectl apply -f`` (Update operations: the defaults the server fills in are
+    owned by ``kubectl-client-side-apply``, unlike with server-side apply)."""
+    run = Run(kube.http)
+    try:
+        got = run.kubectl_apply_all(kube.kubeconfig, str(tmp_path))
+    finally:
+        run.cleanup()
+    assert set(got) == set(RECORDED["client_side_apply"])
+    differences = {}
+    for key, expected in RECORDED["client_side_apply"].items():
+        lines = diff(expected, got[key])
+        if lines:
+            differences[key] = lines
+    assert not differences, "kubectl apply -f stored differently from kube-apiserver v1.36:\n" + _report(differences)
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 def test_kubectl_create_configmap_dry_run_server(kube, tmp_path):
     """kubectl's typed client sends a protobuf body: the server decodes it, answers the dry-run object and
     stores nothing."""

@@ -16,7 +16,17 @@ import threading
 
 from . import errors, fields
 from .controllers import Controllers
-from .defaults import allocate_cluster_ip, allocate_node_ports, apply_defaults, carry_allocated, check_types, prepare_for_create, prepare_for_update, validate
+from .defaults import (
+    allocate_cluster_ip,
+    allocate_node_ports,
+    apply_defaults,
+    carry_allocated,
+    check_types,
+    finish_create,
+    prepare_for_create,
+    prepare_for_update,
+    validate,
+)
 from .patch import json_patch, merge_patch, strategic_merge_patch
 from .resources import BUILTINS, CREATE_ON_UPDATE, GENERATION_KINDS, ResourceType
 from .schema import SKELETONS, Root
@@ -330,11 +340,12 @@ class Cluster:
         if "status" in rt.subresources and rt.kind != "Namespace":
             obj.pop("status", None)
         apply_defaults(obj, None, operation == "Apply", rt.crd is not None, rt.schema)
+        prepare_for_create(obj)
         validate(obj, rt)
         if fields_set is None:
             changed, _ = fields.compare(_skeleton(rt, {}), _skeleton(rt, obj), self._ctx(rt))
             fields_set = fields.strip(changed, "status" in rt.subresources) - _UNTRACKED.get(rt.kind, set())
-        prepare_for_create(obj, meta["uid"])
+        finish_create(obj, meta["uid"])
         allocate_cluster_ip(obj, self._alloc_ip)
         allocate_node_ports(obj, self._alloc_node_port)
         meta.pop("managedFields", None)

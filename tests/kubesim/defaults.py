@@ -388,27 +388,35 @@ def schema_defaults(value, schema, top=False):
             schema_defaults(item, schema["items"])
 
 
-def prepare_for_create(obj, uid):
-    """What the real registries' create strategies set (never owned by the creator in managedFields)."""
+def prepare_for_create(obj):
+    """What the real registries' create strategies set before the managed fields are computed (so owned by
+    an Update-operation creator, never by an applier): a DaemonSet's template generation, a Job's
+    ``manualSelector`` and its labels copied from its template."""
     kind = obj.get("kind")
-    if kind == "Job":
-        _job_selector(obj, uid)
-    elif kind == "DaemonSet":
-        obj["metadata"].setdefault("annotations", {})["deprecated.daemonset.template.generation"] = "1"
-
-
-def _job_selector(obj, uid):
-    """Job strategy: a generated selector on the uid and the matching labels on the template (and the Job)."""
     spec = obj.get("spec")
-    if not isinstance(spec, dict) or spec.get("manualSelector"):
+    if kind == "DaemonSet":
+        obj["metadata"]["annotations"] = {**(obj["metadata"].get("annotations") or {}), "deprecated.daemonset.template.generation": "1"}
+    elif kind == "Job" and isinstance(spec, dict):
+        spec.setdefault("manualSelector", False)
+        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+        if not obj["metadata"].get("labels") and labels:
+            obj["metadata"]["labels"] = dict(labels)
+
+
+def finish_create(obj, uid):
+    """What is set once the object has its uid (never owned by anyone): a Job's generated selector and the
+    labels that go with it, on its template and (when they are the template's, as Go's shared map makes
+    them) on the Job."""
+    spec = obj.get("spec")
+    if obj.get("kind") != "Job" or not isinstance(spec, dict) or spec.get("manualSelector"):
         return
-    spec["manualSelector"] = False
     name = obj["metadata"]["name"]
     labels = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name, "controller-uid": uid, "job-name": name}
     spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
     tpl = spec.setdefault("template", {}).setdefault("metadata", {})
+    shared = not obj["metadata"].get("labels") or obj["metadata"]["labels"] == (tpl.get("labels") or {})
     tpl["labels"] = {**(tpl.get("labels") or {}), **labels}
-    if not obj["metadata"].get("labels"):
+    if shared:
         obj["metadata"]["labels"] = dict(tpl["labels"])
 
 
