@@ -250,6 +250,23 @@ class Run:
                 out[key] = changed
         return out
 
+    def edit_and_apply_steps(self, manager=MANAGER):
+        """Apply the edits of :func:`git_edits` (a later commit of the corpus) one by one: [(key, (snapshot,
+        wrote))] where ``wrote`` says whether the resourceVersion moved (a notation-only edit must not write)."""
+        back = {v: k for k, v in self.mapping.items()}
+        by_key = {key_of(replace_strings(m, back)): m for m in self.manifests}
+        out = []
+        for key, edit in git_edits():
+            m = copy.deepcopy(by_key[key])
+            edit(m)
+            _, before, _ = self.api.get(path_of(m))
+            status, after, _ = self.api.apply(path_of(m), m, manager=manager, force=True)
+            assert status == 200, after
+            wrote = before["metadata"]["resourceVersion"] != after["metadata"]["resourceVersion"]
+            out.append((key, (snapshot(after, self.mapping), wrote)))
+            by_key[key] = m
+        return out
+
     def get_all(self):
         """GET every applied object: {key: (status, body)}."""
         back = {v: k for k, v in self.mapping.items()}
@@ -259,6 +276,52 @@ class Run:
         """Delete what was applied (webhooks first, namespaces and the CRD last) without waiting."""
         for m in sorted(self.applied, key=lambda m: (m["kind"] not in LAST_KINDS, m["kind"] in ("Namespace", "CustomResourceDefinition"))):
             self.api.request("DELETE", path_of(m))
+
+
+# ---------------------------------------------------------------- a later commit of the corpus
+def _container(m, name):
+    return next(c for c in m["spec"]["template"]["spec"]["containers"] if c["name"] == name)
+
+
+def _notation_only(m):
+    """The same values in other notations: no write."""
+    res = _container(m, "web")["resources"]
+    res["limits"]["cpu"], res["requests"]["cpu"], res["requests"]["memory"] = "1000m", "0.25", "0.25Gi"
+    m["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 30
+
+
+def _web_edits(m):
+    """An env var, a volume and its mount removed, a port renamed, a container's quantities changed."""
+    web = _container(m, "web")
+    web["env"] = [e for e in web["env"] if e["name"] != "EMPTY"]
+    web["volumeMounts"] = [v for v in web["volumeMounts"] if v["name"] != "tmp"]
+    web["ports"][1]["name"] = "prom"
+    web["resources"]["limits"]["memory"] = "1536Mi"
+    m["spec"]["template"]["spec"]["volumes"] = [v for v in m["spec"]["template"]["spec"]["volumes"] if v["name"] != "tmp"]
+    del m["spec"]["minReadySeconds"]
+
+
+def _scrape_edits(m):
+    """A list-map item removed, another's defaulted field now set, a defaulted field given its default."""
+    m["spec"]["targets"] = [{"name": "b", "url": "http://10.0.0.2:9100", "weight": 1}]
+    m["spec"]["interval"] = "30s"
+
+
+def _service_edits(m):
+    m["spec"]["ports"] = [p for p in m["spec"]["ports"] if p["name"] != "reloader"]
+    m["spec"]["ports"][0]["targetPort"] = 9090
+
+
+def _configmap_edits(m):
+    del m["data"]["FEATURES"]
+    m["data"]["NEW"] = "1"
+
+
+def git_edits():
+    """(key, edit) pairs applied in order (each to the previous state of its manifest)."""
+    return [("Deployment rw-app/web", _notation_only), ("Deployment rw-app/web", _web_edits),
+            ("ScrapeConfig rw-monitoring/node-exporter", _scrape_edits), ("Service rw-monitoring/prometheus", _service_edits),
+            ("ConfigMap rw-app/web-config", _configmap_edits)]
 
 
 # ---------------------------------------------------------------- people's tools
@@ -363,6 +426,7 @@ def record(kubeconfig, out=EXPECTED):
             version = api.get("/version")[1]["gitVersion"]
             result = {"server": version, "objects": {k: snapshot(v[1], run.mapping) for k, v in answers.items()},
                       "reapply_writes": sorted(run.reapply_writes()), "kubectl": kubectl_snapshots(api, kubeconfig, d)}
+            result["edits"] = [[key, snap, wrote] for key, (snap, wrote) in run.edit_and_apply_steps()]
             csa = Run(api)
             try:
                 result["client_side_apply"] = csa.kubectl_apply_all(kubeconfig, d)

@@ -85,6 +85,24 @@ def test_reapplying_the_corpus_writes_nothing(corpus):
     assert writes == {}, _report(writes)
 
 
+def test_git_edits_apply_as_on_the_real_server(corpus):
+    """A later commit: items removed from list-maps (env, volumeMounts, volumes, Service ports, CR targets),
+    a field dropped, data keys removed and added, quantities changed; and a commit that only writes the
+    same values in other notations, which must not write at all."""
+    run, _ = corpus
+    steps = run.edit_and_apply_steps()
+    assert [k for k, _ in steps] == [k for k, _, _ in RECORDED["edits"]]
+    differences = {}
+    for i, ((key, (snap, wrote)), (_, expected, expected_wrote)) in enumerate(zip(steps, RECORDED["edits"])):
+        lines = diff(expected, snap)
+        if wrote != expected_wrote:
+            lines.append(f"wrote: {wrote}, the real server: {expected_wrote}")
+        if lines:
+            differences[f"{i}: {key}"] = lines
+    assert not differences, "edits applied differently from kube-apiserver v1.36:\n" + _report(differences)
+    assert RECORDED["edits"][0][2] is False  # same values, other notations: no write
+
+
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 def test_kubectl_field_managers_as_the_real_server_records_them(kube, tmp_path):
     """kubectl apply (client-side), create -f, label, annotate, patch, edit, replace, scale, set image:

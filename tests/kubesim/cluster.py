@@ -531,9 +531,13 @@ class Cluster:
             raise errors.apply_conflict(conflicts)
         previous = entries.get(me, {}).get("set", set())
         others = set().union(*(e["set"] for i, e in entries.items() if i != me)) if entries else set()
-        for path in sorted(previous - applied, key=len, reverse=True):
+        removed = []
+        for path in sorted(previous - applied, key=len):  # a removed list item takes its fields with it
+            if any(path[:len(r)] == r for r in removed) or fields.is_key_field(path):
+                continue
             if not fields.owned_within(path, others | applied):
                 fields.remove_path(merged, path, ctx)
+                removed.append(path)
         entries[me] = {"apiVersion": rt.api_version, "set": applied, "time": entries.get(me, {}).get("time") or now(),
                        "encoded": entries.get(me, {}).get("encoded")}
         if previous != applied or changed:
