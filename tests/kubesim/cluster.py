@@ -31,6 +31,7 @@ from .patch import json_patch, merge_patch, strategic_merge_patch
 from .resources import BUILTINS, CREATE_ON_UPDATE, GENERATION_KINDS, ResourceType
 from .schema import SKELETONS, Root
 from .selectors import field_match, label_match, parse_field_selector, parse_label_selector
+from .unknown import check_apply
 from .util import deep, dig, new_uid, now, random_suffix
 
 _SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
@@ -491,8 +492,9 @@ class Cluster:
                                      f"({rt.api_version})" if body["apiVersion"] != rt.api_version else
                                      f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: no kind "{body["kind"]}" '
                                      f'is registered for version "{rt.api_version}"')
-        config = self._prepare_body(rt, ns, body, name)
         ctx = self._ctx(rt)
+        check_apply(body, rt, ctx, (body.get("metadata") or {}).get("namespace") if isinstance(body.get("metadata"), dict) else None, name)
+        config = self._prepare_body(rt, ns, body, name)
         drop_status = "status" in rt.subresources and subresource != "status"
         cfg = dict(config)  # only read (collect) and copied from (merge)
         if drop_status:
