@@ -385,13 +385,20 @@ def kubectl_scenario(kubeconfig, mapping, workdir):
     kubectl("create", "-n", ns, "serviceaccount", "typed")
     kubectl("create", "-n", ns, "service", "nodeport", "typed", "--tcp=80:8080", "--tcp=443:https")
     kubectl("create", "-n", ns, "deployment", "typed", "--image=registry.example.com/web:1.0", "--replicas=2", "--port=8080")
+    kubectl("create", "-n", ns, "role", "typed", "--verb=get,list", "--resource=configmaps,deployments.apps")
+    kubectl("create", "-n", ns, "rolebinding", "typed", "--role=typed", f"--serviceaccount={ns}:typed")
+    kubectl("create", "-n", ns, "job", "typed", "--image=registry.example.com/web:1.0", "--", "echo", "hi")
+    kubectl("create", "-n", ns, "cronjob", "typed", "--image=registry.example.com/web:1.0", "--schedule=0 0 1 1 *")
     core = f"/api/v1/namespaces/{ns}"
     apps = f"/apis/apps/v1/namespaces/{ns}/deployments"
     return [("Namespace rw-app", core), ("ConfigMap rw-app/csa", f"{core}/configmaps/csa"), ("Deployment rw-app/web", f"{apps}/web"),
             ("Deployment rw-app/ingress-nginx-controller", f"{apps}/ingress-nginx-controller"),
             ("ConfigMap rw-app/typed", f"{core}/configmaps/typed"), ("Secret rw-app/typed", f"{core}/secrets/typed"),
             ("ServiceAccount rw-app/typed", f"{core}/serviceaccounts/typed"), ("Service rw-app/typed", f"{core}/services/typed"),
-            ("Deployment rw-app/typed", f"{apps}/typed")]
+            ("Deployment rw-app/typed", f"{apps}/typed"),
+            ("Role rw-app/typed", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles/typed"),
+            ("RoleBinding rw-app/typed", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings/typed"),
+            ("Job rw-app/typed", f"/apis/batch/v1/namespaces/{ns}/jobs/typed"), ("CronJob rw-app/typed", f"/apis/batch/v1/namespaces/{ns}/cronjobs/typed")]
 
 
 def kubectl_snapshots(api, kubeconfig, workdir, suffix=None):

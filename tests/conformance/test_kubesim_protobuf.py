@@ -14,9 +14,11 @@ RECORDED = json.loads((Path(__file__).parent / "kubectl_protobuf_bodies.json").r
 
 def _client_form(obj):
     """kubectl's client-side JSON without what a create never sends (timestamps, an empty status)."""
-    obj = json.loads(json.dumps(obj))
-    obj.get("metadata", {}).pop("creationTimestamp", None)
-    ((obj.get("spec") or {}).get("template") or {}).get("metadata", {}).pop("creationTimestamp", None)
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if not (k == "creationTimestamp" and v is None)}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+    obj = strip(obj)
     obj.pop("status", None)
     return obj
 

@@ -1,6 +1,6 @@
 """Request bodies in Kubernetes' protobuf encoding (``application/vnd.kubernetes.protobuf``), as
 kubectl's typed clients send them (``kubectl create configmap|secret|namespace|serviceaccount|service|
-deployment``).
+deployment|role|clusterrole|rolebinding|clusterrolebinding|job|cronjob``).
 
 A body is the 4-byte magic ``k8s\\x00`` and a ``runtime.Unknown`` message (``typeMeta``, ``raw``: the
 object's message). The object's message is read with a small protobuf wire-format reader and turned
@@ -86,10 +86,32 @@ MESSAGES = {
                       5: ("hostIP", "string")},
     "EnvVar": {1: ("name", "string"), 2: ("value", "string")},
     "ResourceRequirements": {1: ("limits", "map:Quantity"), 2: ("requests", "map:Quantity")},
+    # rbac.authorization.k8s.io/v1
+    "Role": {1: ("metadata", "ObjectMeta"), 2: ("rules", "[]PolicyRule!")},
+    "ClusterRole": {1: ("metadata", "ObjectMeta"), 2: ("rules", "[]PolicyRule!"), 3: ("aggregationRule", "Unsupported?")},
+    "PolicyRule": {1: ("verbs", "[]string"), 2: ("apiGroups", "[]string"), 3: ("resources", "[]string"), 4: ("resourceNames", "[]string"),
+                   5: ("nonResourceURLs", "[]string")},
+    "RoleBinding": {1: ("metadata", "ObjectMeta"), 2: ("subjects", "[]Subject"), 3: ("roleRef", "RoleRef")},
+    "Subject": {1: ("kind", "string"), 2: ("apiGroup", "string"), 3: ("name", "string"), 4: ("namespace", "string")},
+    "RoleRef": {1: ("apiGroup", "string!"), 2: ("kind", "string!"), 3: ("name", "string!")},
+    # batch/v1
+    "Job": {1: ("metadata", "ObjectMeta"), 2: ("spec", "JobSpec"), 3: ("status", "Ignored")},
+    "JobSpec": {1: ("parallelism", "int32?"), 2: ("completions", "int32?"), 3: ("activeDeadlineSeconds", "int64?"),
+                4: ("selector", "LabelSelector?"), 5: ("manualSelector", "bool?"), 6: ("template", "PodTemplateSpec"),
+                7: ("backoffLimit", "int32?"), 8: ("ttlSecondsAfterFinished", "int32?"), 9: ("completionMode", "string?"),
+                10: ("suspend", "bool?")},
+    "CronJob": {1: ("metadata", "ObjectMeta"), 2: ("spec", "CronJobSpec"), 3: ("status", "Ignored")},
+    "CronJobSpec": {1: ("schedule", "string"), 2: ("startingDeadlineSeconds", "int64?"), 3: ("concurrencyPolicy", "string"),
+                    4: ("suspend", "bool?"), 5: ("jobTemplate", "JobTemplateSpec"), 6: ("successfulJobsHistoryLimit", "int32?"),
+                    7: ("failedJobsHistoryLimit", "int32?"), 8: ("timeZone", "string?")},
+    "JobTemplateSpec": {1: ("metadata", "ObjectMeta"), 2: ("spec", "JobSpec")},
 }
 # Kinds whose objects can be read: (group/version, kind) -> message.
 KINDS = {("v1", "ConfigMap"): "ConfigMap", ("v1", "Secret"): "Secret", ("v1", "Namespace"): "Namespace",
-         ("v1", "ServiceAccount"): "ServiceAccount", ("v1", "Service"): "Service", ("apps/v1", "Deployment"): "Deployment"}
+         ("v1", "ServiceAccount"): "ServiceAccount", ("v1", "Service"): "Service", ("apps/v1", "Deployment"): "Deployment",
+         ("rbac.authorization.k8s.io/v1", "Role"): "Role", ("rbac.authorization.k8s.io/v1", "ClusterRole"): "ClusterRole",
+         ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding", ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "RoleBinding",
+         ("batch/v1", "Job"): "Job", ("batch/v1", "CronJob"): "CronJob"}
 
 
 def _varint(data, pos):
@@ -205,7 +227,8 @@ def _special(name, out):
         return out.get("string", "0")
     if name == "IntOrString":
         return out.get("strVal", "") if out.get("type") == 1 else out.get("intVal", 0)
-    if name in ("ObjectMeta", "Container", "PodSpec", "ServiceSpec", "DeploymentSpec", "PodTemplateSpec", "DeploymentStrategy"):
+    if name in ("ObjectMeta", "Container", "PodSpec", "ServiceSpec", "DeploymentSpec", "PodTemplateSpec", "DeploymentStrategy", "JobSpec",
+                "CronJobSpec", "JobTemplateSpec"):
         return {k: v for k, v in out.items() if v is not None}
     return out
 
