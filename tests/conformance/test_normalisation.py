@@ -203,3 +203,26 @@ def test_undeclared_fields_as_the_real_server_treats_them(corpus):
     status, answer, headers = api.request("POST", cpath, custom, dryRun="All")
     assert status == 201 and headers.get("Warning") == '299 - "unknown field \\"spec.bogus\\"", 299 - "unknown field \\"spec.tls.x\\""'
     assert answer["spec"]["tls"] == {"insecureSkipVerify": False} and answer["spec"]["extra"] == {"free": 1} and "bogus" not in answer["spec"]
+
+
+@pytest.mark.parametrize("ctype", ["application/merge-patch+json", "application/strategic-merge-patch+json", "application/json-patch+json"])
+def test_undeclared_fields_in_a_patch(kube, ctype):
+    """A patch whose result has an undeclared field: dropped with a warning, or 422 with fieldValidation=Strict."""
+    api = kube.http
+    name = f"patched-{secrets.token_hex(3)}"
+    path = "/api/v1/namespaces/default/configmaps"
+    status, body, _ = api.request("POST", path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}})
+    assert status == 201, body
+    try:
+        patch = [{"op": "add", "path": "/dta", "value": {"x": "y"}}] if ctype.startswith("application/json-patch") else {"dta": {"x": "y"}}
+        status, body, headers = api.request("PATCH", f"{path}/{name}", patch, content_type=ctype, dryRun="All")
+        assert status == 200 and "dta" not in body and body["data"] == {"a": "b"}, body
+        assert headers.get("Warning") == '299 - "unknown field \\"dta\\""'
+        status, body, _ = api.request("PATCH", f"{path}/{name}", patch, content_type=ctype, dryRun="All", fieldValidation="Strict")
+        assert status == 422 and body["reason"] == "Invalid", body
+        assert body["message"].startswith(' "" is invalid: patch: Invalid value: ') and body["message"].endswith(': strict decoding error: unknown field "dta"')
+        assert body["details"]["causes"][0]["field"] == "patch"
+        status, _, headers = api.request("PATCH", f"{path}/{name}", patch, content_type=ctype, dryRun="All", fieldValidation="Ignore")
+        assert status == 200 and headers.get("Warning") is None
+    finally:
+        api.request("DELETE", f"{path}/{name}")

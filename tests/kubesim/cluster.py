@@ -31,7 +31,7 @@ from .patch import json_patch, merge_patch, strategic_merge_patch
 from .resources import BUILTINS, CREATE_ON_UPDATE, GENERATION_KINDS, ResourceType
 from .schema import SKELETONS, Root
 from .selectors import field_match, label_match, parse_field_selector, parse_label_selector
-from .unknown import check_apply
+from .unknown import check_apply, strip_unknown
 from .util import deep, dig, new_uid, now, random_suffix
 
 _SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
@@ -375,8 +375,10 @@ class Cluster:
                 raise errors.conflict(rt, name)
             return self._write(rt, old, obj, manager, dry_run, subresource), 200
 
-    def patch(self, rt, ns, name, ptype, body, manager, dry_run=False, subresource=None, force=False):
-        """PATCH (json, merge, strategic or apply); returns (object, status code)."""
+    def patch(self, rt, ns, name, ptype, body, manager, dry_run=False, subresource=None, force=False, validation="Warn", warnings=None):
+        """PATCH (json, merge, strategic or apply); returns (object, status code). Undeclared fields in the result
+        of a json/merge/strategic patch are dropped per ``validation`` (``fieldValidation``), their warnings
+        appended to ``warnings``."""
         with self.lock:
             if ptype == "apply":
                 return self._apply(rt, ns, name, body, manager, force, dry_run, subresource)
@@ -393,7 +395,13 @@ class Cluster:
                     raise errors.ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types "
                                           "include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
                 new = strategic_merge_patch(current, body, self._ctx(rt))
-            obj = self._prepare_body(rt, ns, new, name)
+            copied = subresource is None and isinstance(new, dict)
+            if copied:
+                new = deep(new)  # the patch functions share what they leave alone with the stored object
+                found = strip_unknown(new, rt, validation, patched=True)
+                if warnings is not None:
+                    warnings += found
+            obj = self._prepare_body(rt, ns, new, name, given=copied)
             want = obj["metadata"].get("resourceVersion")
             if want and want != old["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt, name)

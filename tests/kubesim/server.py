@@ -297,7 +297,8 @@ class Router:
             body = _load_apply(req.body) if ptype == "apply" else req.json_body()
             if ptype == "apply":
                 manager = req.query.get("fieldManager")
-            obj, code = c.patch(rt, ns, req.name, ptype, body, manager, dry_run, req.subresource, req.flag("force"))
+            obj, code = c.patch(rt, ns, req.name, ptype, body, manager, dry_run, req.subresource, req.flag("force"),
+                                req.query.get("fieldValidation") or "Warn", req.warnings)
             return code, obj
         options = req.json_body() or {}
         propagation = req.query.get("propagationPolicy") or options.get("propagationPolicy")

@@ -213,18 +213,26 @@ def _plain(path, name):
     return out
 
 
-def strip_unknown(obj, rt, validation="Warn"):
-    """Drop the undeclared fields of a create/update body in place; returns the Warning header values
-    (``Warn``), nothing (``Ignore``), or raises 400 (``Strict``)."""
+def strip_unknown(obj, rt, validation="Warn", patched=False):
+    """Drop the undeclared fields of a create/update body (or, ``patched``, of the result of a JSON, merge or
+    strategic merge patch) in place; returns the Warning header values (``Warn``), nothing (``Ignore``), or
+    raises 400 (``Strict``; 422 for a patch, whose message quotes the patched object)."""
     desc = describe(rt)
     if desc is None or not isinstance(obj, dict):
         return []
     found = []
+    original = json.loads(json.dumps(obj)) if patched and validation == "Strict" else None
     _strip(obj, desc, "", found)
     if not found:
         return []
     if validation == "Strict":
         listed = ", ".join(f'unknown field "{p}"' for p in found)
+        if patched:
+            # the real server quotes the patched object as Go encodes it (or, for a strategic merge patch, the
+            # patch as a Go map); here: its JSON with the undeclared fields
+            why = f"Invalid value: {json.dumps(json.dumps(original, separators=(',', ':')))}: strict decoding error: {listed}"
+            raise errors.ApiError(422, "Invalid", f' "" is invalid: patch: {why}',
+                                  {"causes": [{"reason": "FieldValueInvalid", "message": why, "field": "patch"}]})
         raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: {listed}')
     if validation == "Ignore":
         return []
