@@ -226,3 +226,30 @@ def test_undeclared_fields_in_a_patch(kube, ctype):
         assert status == 200 and headers.get("Warning") is None
     finally:
         api.request("DELETE", f"{path}/{name}")
+
+
+def test_daemonset_template_generation_annotation(kube):
+    """The DaemonSet strategy keeps its template generation in an annotation: 1 on create, +1 per pod template
+    change, never what a writer puts there."""
+    api = kube.http
+    name = f"ds-{secrets.token_hex(3)}"
+    path = f"/apis/apps/v1/namespaces/default/daemonsets/{name}"
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": "default"},
+          "spec": {"selector": {"matchLabels": {"app": name}}, "template": {"metadata": {"labels": {"app": name}},
+                                                                            "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}
+    key = "deprecated.daemonset.template.generation"
+    try:
+        seen = []
+        for change in (None, ("image", "x:2"), ("minReadySeconds", 5), ("annotation", "9")):
+            if change and change[0] == "image":
+                ds["spec"]["template"]["spec"]["containers"][0]["image"] = change[1]
+            elif change and change[0] == "minReadySeconds":
+                ds["spec"]["minReadySeconds"] = change[1]
+            elif change:
+                ds["metadata"]["annotations"] = {key: change[1]}
+            status, body, _ = api.apply(path, ds)
+            assert status in (200, 201), body
+            seen.append(body["metadata"]["annotations"][key])
+        assert seen == ["1", "2", "2", "2"]
+    finally:
+        api.request("DELETE", path)

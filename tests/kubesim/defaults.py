@@ -421,16 +421,19 @@ def finish_create(obj, uid):
 
 
 def prepare_for_update(old, obj):
-    """Update strategies: a DaemonSet's template generation follows template changes."""
+    """Update strategies: a DaemonSet's template generation (kept in the annotation, whatever a writer puts
+    there) is the old one, plus one when the pod template changed."""
     if obj.get("kind") != "DaemonSet":
         return
-    ospec, spec = old.get("spec") or {}, obj.get("spec") or {}
-    annotations = obj["metadata"].get("annotations") or {}
-    kept = (old["metadata"].get("annotations") or {}).get("deprecated.daemonset.template.generation")
-    if ospec.get("template") != spec.get("template"):
-        obj["metadata"]["annotations"] = {**annotations, "deprecated.daemonset.template.generation": str(old["metadata"].get("generation", 0) + 1)}
-    elif kept is not None and "deprecated.daemonset.template.generation" not in annotations:
-        obj["metadata"]["annotations"] = {**annotations, "deprecated.daemonset.template.generation": kept}
+    key = "deprecated.daemonset.template.generation"
+    try:
+        generation = int((old["metadata"].get("annotations") or {}).get(key, "0"))
+    except ValueError:
+        generation = 0
+    if (old.get("spec") or {}).get("template") != (obj.get("spec") or {}).get("template"):
+        generation += 1
+    if generation:
+        obj["metadata"]["annotations"] = {**(obj["metadata"].get("annotations") or {}), key: str(generation)}
 
 
 def _int_field(obj, path, kind):
