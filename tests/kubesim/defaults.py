@@ -309,10 +309,6 @@ def _webhooks(obj, mutating):
                 rule.setdefault("scope", "*")
 
 
-def _pdb(obj):
-    # policy/v1 PodDisruptionBudget: no defaults besides the status (set by the disruption controller)
-    obj.setdefault("spec", {})
-
 
 def _crd(obj):
     spec = obj.setdefault("spec", {})
@@ -339,7 +335,6 @@ _DEFAULTERS = {
     "PersistentVolumeClaim": _pvc, "PersistentVolume": _pv, "StorageClass": _storageclass, "NetworkPolicy": _networkpolicy,
     "CustomResourceDefinition": _crd, "ClusterRole": _rbac_role, "Role": _rbac_role, "HorizontalPodAutoscaler": _hpa,
     "ValidatingWebhookConfiguration": lambda o: _webhooks(o, False), "MutatingWebhookConfiguration": lambda o: _webhooks(o, True),
-    "PodDisruptionBudget": _pdb,
 }
 
 
@@ -569,6 +564,12 @@ def carry_allocated(old, obj):
     ospec, spec = old.get("spec") or {}, obj.get("spec")
     if not isinstance(spec, dict) or "ExternalName" in (ospec.get("type"), spec.get("type")):
         return
+    if spec.get("type") in ("NodePort", "LoadBalancer"):  # allocated node ports stay with their port
+        allocated = {(p.get("port"), p.get("protocol") or "TCP"): p["nodePort"] for p in ospec.get("ports") or []
+                     if isinstance(p, dict) and p.get("nodePort")}
+        for p in spec.get("ports") or []:
+            if isinstance(p, dict) and not p.get("nodePort") and (p.get("port"), p.get("protocol") or "TCP") in allocated:
+                p["nodePort"] = allocated[(p.get("port"), p.get("protocol") or "TCP")]
     if not spec.get("clusterIP") and ospec.get("clusterIP"):
         spec["clusterIP"] = ospec["clusterIP"]
         if not spec.get("clusterIPs"):
