@@ -253,3 +253,29 @@ def test_daemonset_template_generation_annotation(kube):
         assert seen == ["1", "2", "2", "2"]
     finally:
         api.request("DELETE", path)
+
+
+def test_service_update_keeps_allocated_node_port(kube):
+    """A PUT without the allocated nodePort keeps it (same port and protocol); a new port gets one; the
+    writer owns neither (nor the cluster IP)."""
+    api = kube.http
+    name = f"np-{secrets.token_hex(3)}"
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
+           "spec": {"type": "NodePort", "selector": {"app": name}, "ports": [{"name": "http", "port": 80}]}}
+    status, created, _ = api.request("POST", "/api/v1/namespaces/default/services", svc)
+    assert status == 201, created
+    try:
+        allocated = created["spec"]["ports"][0]["nodePort"]
+        assert 30000 <= allocated <= 32767
+        svc["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+        svc["spec"]["ports"].append({"name": "https", "port": 443})
+        status, updated, _ = api.request("PUT", f"/api/v1/namespaces/default/services/{name}", svc)
+        assert status == 200, updated
+        ports = updated["spec"]["ports"]
+        assert ports[0]["nodePort"] == allocated and 30000 <= ports[1]["nodePort"] <= 32767 and ports[1]["nodePort"] != allocated
+        assert updated["spec"]["clusterIP"] == created["spec"]["clusterIP"]
+        owned = updated["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]
+        assert "f:clusterIP" not in owned and "f:ipFamilies" not in owned
+        assert all("f:nodePort" not in item for item in owned["f:ports"].values() if isinstance(item, dict))
+    finally:
+        api.request("DELETE", f"/api/v1/namespaces/default/services/{name}")
