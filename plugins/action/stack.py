@@ -14,7 +14,9 @@ __metaclass__ = type
 import json
 import sys
 
+from ansible import constants as C
 from ansible.errors import AnsibleError
+from ansible.executor.interpreter_discovery import discover_interpreter
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.common.validation import check_type_bool
@@ -29,7 +31,11 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     RunFailed,
     run_stack,
 )
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import module_process_reasons
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import (
+    effective_interpreter,
+    interpreter_reason,
+    task_reasons,
+)
 
 try:  # ansible-core >= 2.19: arguments may carry data tags; encode them as for a module
     from ansible.module_utils.common.json import Direction, get_module_encoder
@@ -42,6 +48,7 @@ display = Display()
 
 MODULE = "stacksync.k8s.stack"
 LOOKUP = "stacksync.k8s.manifests"
+DISCOVERED_FACT = "discovered_interpreter_python"
 
 
 def validation_error(validated):
@@ -100,6 +107,8 @@ class ActionModule(ActionBase):
             return result
         display.vvv("%s: running in the controller's process" % MODULE, host=self._play_context.remote_addr)
         result.update(self._run_in_process(params, validated))
+        if self._discovered_interpreter_key:  # discovery ran here: the fact goes back, as after a module run
+            result.setdefault("ansible_facts", {})[self._discovered_interpreter_key] = self._discovered_interpreter
         return result
 
     def _render(self, src, options, task_vars):
@@ -109,16 +118,39 @@ class ActionModule(ActionBase):
         return lookup.run([src], variables=task_vars, **kwargs)
 
     def _module_process_reasons(self, task_vars):
-        interpreter = task_vars.get("ansible_python_interpreter")
-        if isinstance(interpreter, str):
-            interpreter = self._templar.template(interpreter)
         enabled = task_vars.get("stacksync_in_process", True)
         if isinstance(enabled, str):
             enabled = self._templar.template(enabled)
-        return module_process_reasons(
+        reasons = task_reasons(
             getattr(self._connection, "transport", None), become=self._play_context.become,
             async_val=self._task.async_val, delegate_to=self._task.delegate_to, environment=self._task.environment,
-            interpreter=interpreter, controller_python=sys.executable, enabled=check_type_bool(enabled))
+            enabled=check_type_bool(enabled))
+        if reasons:  # the module process resolves (and if need be discovers) its interpreter itself
+            return reasons
+        interpreter, how = self._effective_interpreter(task_vars)
+        reason = interpreter_reason(interpreter, sys.executable, how)
+        return [reason] if reason else []
+
+    def _effective_interpreter(self, task_vars):
+        """The Python a module process would run under (``(path, how it was set)``), as ansible-core resolves it;
+        runs interpreter discovery, as a module run would, when it is needed and has not run for the host yet."""
+        configured, origin = C.config.get_config_value_and_origin("INTERPRETER_PYTHON", variables=task_vars)
+        if isinstance(configured, str):
+            configured = self._templar.template(configured)
+        facts = task_vars.get("ansible_facts") or {}
+        interpreter, how = effective_interpreter(
+            configured, origin, discovered=facts.get(DISCOVERED_FACT),
+            remote_is_local=bool(getattr(self._connection, "_remote_is_local", False)),
+            playbook_python=task_vars.get("ansible_playbook_python"))
+        if interpreter is None:
+            mode = (configured or "auto").strip() or "auto"
+            interpreter = discover_interpreter(action=self, interpreter_name="python", discovery_mode=mode,
+                                               task_vars=task_vars)
+            # as ActionBase._configure_module does: the module process (if any) uses it, and the fact goes back
+            task_vars.setdefault("ansible_facts", {})[DISCOVERED_FACT] = interpreter
+            self._discovered_interpreter_key = DISCOVERED_FACT
+            self._discovered_interpreter = interpreter
+        return interpreter, how
 
     def _run_in_process(self, params, validated):
         """The module's result, computed here: same checks, warnings, invocation and no_log masking."""
