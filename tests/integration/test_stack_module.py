@@ -411,3 +411,61 @@ def test_another_python_set_any_way_runs_a_module_process_and_says_how_it_was_se
     assert MODULE_PROCESS + " " + reason in log, log[-3000:]
     if how == "discovery":
         assert r["ansible_facts"]["discovered_interpreter_python"] == other
+
+
+DELEGATED_PLAYBOOK = play("""
+    - name: sync
+      stacksync.k8s.stack:
+        name: "{{ stack }}"
+        kubeconfig: "{{ kc }}"
+        record_namespace: "{{ ns }}"
+        namespace: "{{ ns }}"
+        resources: "{{ resources }}"
+      delegate_to: localhost
+      register: r
+""")
+
+
+@pytest.mark.parametrize("pipelining", ["false", "true"])
+def test_a_module_process_reads_the_manifests_from_a_file_removed_after_the_run(tmp_path, kube, client, ns, pipelining):
+    remote_tmp = tmp_path / "remote-tmp"
+    env = dict(ANSIBLE_REMOTE_TMP=str(remote_tmp), ANSIBLE_PIPELINING=pipelining)
+    value = "pa55-" + uuid.uuid4().hex
+    resources = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"pw": value}},
+    ]
+    variables = dict(stack="file-" + uuid.uuid4().hex[:6], ns=ns, resources=resources)
+    r, log = run(tmp_path, kube, ["--diff"], variables, verbose=True, playbook=DELEGATED_PLAYBOOK, env=env)
+    assert MODULE_PROCESS + " (delegated to localhost)" in log
+    assert r["changed"] and r["counts"]["created"] == 2, r
+    # the invocation names the file (in the task's remote temporary directory) and lists the objects it held
+    assert f'"resources_file": "{remote_tmp}' in log and '"v1 Secret s"' in log
+    for needle in (value, base64.b64encode(value.encode()).decode()):
+        assert needle not in log and needle not in json.dumps(r)
+    assert list(remote_tmp.iterdir()) == []  # removed with the module
+    assert client.get(f"/api/v1/namespaces/{ns}/secrets/s")["data"]["pw"] == base64.b64encode(value.encode()).decode()
+
+    # check mode and diff through the file: nothing written
+    variables["resources"] = [dict(resources[0], data={"a": "2"})]
+    r, log = run(tmp_path, kube, ["--check", "--diff"], variables, verbose=True, playbook=DELEGATED_PLAYBOOK, env=env)
+    assert r["changed"] and r["counts"]["configured"] == 1 and r["counts"]["pruned"] == 1, r
+    assert r["diff"] and value not in log
+    assert client.get(f"/api/v1/namespaces/{ns}/configmaps/c")["data"]["a"] == "1"
+    assert list(remote_tmp.iterdir()) == []
+
+
+def test_resources_file_given_by_the_user_and_its_errors(tmp_path, kube, client, ns):
+    path = tmp_path / "manifests.json"
+    path.write_text(json.dumps([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "from-file"}}]))
+    args = dict(name="rf-" + uuid.uuid4().hex[:6], kubeconfig=kube.kubeconfig, namespace=ns, record_namespace=ns,
+                resources_file=str(path))
+    for in_process in (True, False):
+        r, _log = run(tmp_path, kube, [], dict(args=args, stacksync_in_process=in_process), playbook=VALIDATION_PLAYBOOK)
+        assert not r.get("failed") and [a["name"] for a in r["applied"]] == ["from-file"], r
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/from-file") is not None
+    path.write_text('{"kind": "ConfigMap"}')
+    r, _log = run(tmp_path, kube, [], dict(args=args), playbook=VALIDATION_PLAYBOOK)
+    assert r["failed"] and r["msg"] == f"resources_file {path}: not a JSON list of mappings", r
+    r, _log = run(tmp_path, kube, [], dict(args=dict(args, resources=[])), playbook=VALIDATION_PLAYBOOK)
+    assert r["failed"] and "mutually exclusive: resources|src|resources_file" in r["msg"], r

@@ -1,5 +1,6 @@
 """Unit tests: where a stacksync.k8s.stack task runs (controller process or module process)."""
 
+import json
 import os
 import sys
 
@@ -159,3 +160,54 @@ def test_the_reason_names_the_interpreter_and_how_it_was_set():
 def test_task_reasons_ignore_the_interpreter():
     assert task_reasons("local") == []
     assert task_reasons("ssh", become=True) == ["connection ssh is not local", "become is on"]
+
+
+# --- the module process's arguments: validated once without copying the manifests; manifests read from a file -----
+
+MANIFESTS = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}} for i in range(3)]
+
+
+@pytest.mark.parametrize("args", [
+    dict(name="s", resources=MANIFESTS),
+    dict(name="s", resources=[*MANIFESTS, '{"apiVersion": "v1", "kind": "ConfigMap"}']),  # a JSON string: converted
+    dict(name="s", resources=None),
+    dict(name="s"),
+    dict(name="s", resources=MANIFESTS, src="/tmp"),  # mutually exclusive
+    dict(name="s", resources=MANIFESTS, resources_file="/tmp/x.json"),
+    dict(name="s", resources=MANIFESTS, bogus=1),
+    dict(resources=MANIFESTS),  # name missing
+    dict(name="s", resources=MANIFESTS, concurrency="many"),
+])
+def test_validate_is_the_argument_spec_validator_without_the_copy(args):
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    from ansible_collections.stacksync.k8s.plugins.action.stack import validate
+    from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE
+
+    expected = ArgumentSpecValidator(ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE).validate(args)
+    got = validate(args)
+    assert got.error_messages == expected.error_messages
+    if not expected.error_messages:
+        assert got.validated_parameters == expected.validated_parameters
+
+
+def test_validate_keeps_the_manifests_as_they_are():
+    from ansible_collections.stacksync.k8s.plugins.action.stack import validate
+
+    assert validate(dict(name="s", resources=MANIFESTS)).validated_parameters["resources"] is MANIFESTS
+
+
+def test_read_resources_file(tmp_path):
+    from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, read_resources_file
+
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(MANIFESTS))
+    assert read_resources_file(str(path)) == MANIFESTS
+    for content, message in (('{"kind": "ConfigMap"}', "not a JSON list of mappings"),
+                             ('["ConfigMap"]', "not a JSON list of mappings"),
+                             ("[{", "Expecting")):
+        path.write_text(content)
+        with pytest.raises(RunFailed) as e:
+            read_resources_file(str(path))
+        assert e.value.msg.startswith(f"resources_file {path}: ") and message in e.value.msg
+    with pytest.raises(RunFailed, match="No such file"):
+        read_resources_file(str(tmp_path / "missing.json"))
