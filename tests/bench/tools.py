@@ -5,6 +5,7 @@ returns one argv whose whole process tree is measured.
 """
 
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -82,7 +83,7 @@ INTERPRETERS = {
     "hostvar": "host variable ansible_python_interpreter: '{{ ansible_playbook_python }}' in the inventory",
     "env": "ANSIBLE_PYTHON_INTERPRETER=<the venv's python> in the environment",
     "cfg": "interpreter_python = <the venv's python> in ansible.cfg",
-    "discovery": "nothing set: interpreter discovery (auto) finds the venv's python first on PATH",
+    "discovery": "nothing set: interpreter discovery (auto) finds the venv's python3.X first on PATH (venv, /usr/bin, /bin)",
     "module": "stacksync_in_process=false: a module process (as for a remote host, become, async, delegate_to)",
 }
 FORMS = {"stacksync": ("stacksync.yml", "src"), "stacksync-query": ("stacksync-query.yml",
@@ -120,6 +121,8 @@ class Stacksync(Tool):
             cfg = ctx.workdir / "ansible.cfg"
             cfg.write_text(f"[defaults]\ninterpreter_python = {python}\n")
             return {"ANSIBLE_CONFIG": str(cfg)}
+        if self.interpreter == "discovery":  # as in an execution environment: the venv first, no other python3.1X
+            return {"PATH": os.pathsep.join((str(ctx.ansible_bin), "/usr/bin", "/bin"))}
         if self.interpreter == "module":  # the interpreter of a remote host: set explicitly, not discovered
             return {"ANSIBLE_PYTHON_INTERPRETER": python}
         return {}
