@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import traceback
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
@@ -42,6 +43,7 @@ RENDER_SPEC = dict(
 ARGUMENT_SPEC = dict(
     name=dict(type="str", required=True),
     resources=dict(type="list", elements="dict", default=[]),
+    resources_file=dict(type="path"),
     src=dict(type="path"),
     render=dict(type="dict", options=RENDER_SPEC),
     state=dict(type="str", default="present", choices=["present", "absent"]),
@@ -70,7 +72,7 @@ ARGUMENT_SPEC = dict(
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 
-MUTUALLY_EXCLUSIVE = [("resources", "src")]
+MUTUALLY_EXCLUSIVE = [("resources", "src", "resources_file")]
 
 
 class RunFailed(Exception):
@@ -93,6 +95,18 @@ def _report(changeset, client, warn):
     return result
 
 
+def read_resources_file(path):
+    """The manifests in the JSON file ``path`` (a list of mappings); raises :class:`RunFailed` otherwise."""
+    try:
+        with open(path, "rb") as f:
+            resources = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError) as e:
+        raise RunFailed("resources_file %s: %s" % (path, e), {}) from None
+    if not isinstance(resources, list) or not all(isinstance(r, dict) for r in resources):
+        raise RunFailed("resources_file %s: not a JSON list of mappings" % (path,), {})
+    return resources
+
+
 def run_stack(params, check_mode=False, diff=False, warn=None):
     """Converge the stack described by validated ``params``; its return values.
 
@@ -109,6 +123,9 @@ def run_stack(params, check_mode=False, diff=False, warn=None):
     if params.get("src"):
         raise RunFailed("src is rendered on the controller by the stacksync.k8s.stack action plugin; "
                         "this module was run without it (pass the manifests in resources instead)", {})
+    if params.get("resources_file") and params["state"] != "absent":
+        # set by the action plugin for a module process (or by the user); the invocation then lists them
+        params["resources"] = read_resources_file(params["resources_file"])
     if params["concurrency"] < 1:
         raise RunFailed("concurrency must be at least 1", {})
     try:

@@ -47,10 +47,20 @@ options:
       - The desired manifests (for example from the C(stacksync.k8s.manifests) lookup). The C(stacksync.io/source)
         annotation the lookup adds is removed before applying.
       - Objects annotated C(stacksync.io/ignore=true) are neither applied nor pruned.
-      - Ignored with O(state=absent). Mutually exclusive with O(src).
+      - Ignored with O(state=absent). Mutually exclusive with O(src) and O(resources_file).
     type: list
     elements: dict
     default: []
+  resources_file:
+    description:
+      - A JSON file on the managed host holding the desired manifests (a list of mappings), read by the module
+        instead of O(resources).
+      - When the module runs as a separate process (a remote host, C(become), C(async), C(delegate_to), another
+        Python), the action plugin passes O(resources) (or what O(src) rendered) in such a file, written to the
+        task's temporary directory next to the module and removed with it after the run, so that the manifests are
+        not encoded into the module's arguments.
+      - Ignored with O(state=absent). Mutually exclusive with O(resources) and O(src).
+    type: path
   src:
     description:
       - A directory (or single manifest file) on the controller whose manifests are the desired set, rendered by the
@@ -58,7 +68,8 @@ options:
         vault data is decrypted with the play's secrets), with the options in O(render).
       - Faster than O(resources) for large stacks, as the manifests are not templated into the task's arguments.
         A directory that fails to render fails the task before anything is written.
-      - A relative path is relative to the playbook directory, as for the lookup. Mutually exclusive with O(resources).
+      - A relative path is relative to the playbook directory, as for the lookup. Mutually exclusive with O(resources)
+        and O(resources_file).
     type: path
   render:
     description:
