@@ -16,10 +16,11 @@ __metaclass__ = type
 import time
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import changeset as C
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import JSON_PATCH, ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import object_diff
+from ansible_collections.stacksync.k8s.plugins.module_utils.drift import foreign_tool, takeover_patch
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, redact_secret_message
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, redact_secret_message, ssa_policy
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import CRD_GK, NAMESPACE_GK, by_stage
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, is_ready
 
@@ -58,14 +59,45 @@ class Applier:
         self.notes = []
 
     def apply_one(self, d, live, dry_run):
-        """Apply one object; returns ``(action, object, error message or None)``."""
+        """Apply one object; returns ``(action, object, error message or None)``.
+
+        Fields that people's tools own are taken over first (:func:`.drift.takeover_patch`), so the
+        apply removes what git does not say; an object we did not own yet is applied, then taken over
+        and applied again (adoption in one run). The merge policy takes nothing over.
+        """
         path = d.info.object_path(d.oid.namespace, d.oid.name)
+        take = not dry_run and ssa_policy(d.manifest) != "merge"
         try:
+            if take and live is not None:
+                self.take_over(path, live)
             status, obj = self.client.apply(path, d.manifest, self.opts.field_manager, force=self.opts.force_conflicts,
                                             dry_run=dry_run, with_status=True)
+            if take and live is None and status != 201 and self.take_over(path, obj):
+                obj = self.client.apply(path, d.manifest, self.opts.field_manager, force=self.opts.force_conflicts)
         except ApiError as e:
             return self._refused(d, live, path, e, dry_run)
+        self._foreign_tool(d, obj)
         return (C.CREATED if live is None and status == 201 else C.CONFIGURED), obj, None
+
+    def take_over(self, path, live):
+        """Move people's tools' field ownership to our manager (guarded by resourceVersion); True if done.
+        A conflict (the object changed meanwhile) is left for the apply: the next run takes over."""
+        patch = takeover_patch(live, self.opts.field_manager, self.opts.takeover)
+        if patch is None:
+            return False
+        try:
+            self.client.request("PATCH", path, body=patch, content_type=JSON_PATCH)
+        except ApiError as e:
+            if e.is_conflict or e.status == 422:
+                return False
+            raise
+        return True
+
+    def _foreign_tool(self, d, obj):
+        tool = foreign_tool(obj or {})
+        if tool and not foreign_tool(d.manifest):  # marks that come from git itself are git's
+            self.notes.append("%s is also managed by %s; both will keep changing it (remove it from one of them)"
+                              % (d.named(), tool))
 
     def _refused(self, d, live, path, e, dry_run):
         fields = e.immutable_fields()
@@ -133,7 +165,7 @@ class Applier:
         if error:
             changeset.add(d.oid, d.api_version, C.FAILED, C.PHASE_APPLY, reason=error)
             return
-        changeset.add(d.oid, d.api_version, action, C.PHASE_APPLY)
+        changeset.add(d.oid, d.api_version, action, C.PHASE_APPLY, **({"drift": d.drift} if d.drift else {}))
         if self.opts.diff:
             entry = object_diff(before, obj if obj is not None else d.manifest, is_secret(d.oid))
             entry["before_header"] = entry["after_header"] = str(d.oid)
@@ -184,6 +216,17 @@ class Applier:
                 names = ", ".join(d.oid.name for d in pending)
                 raise ApplyError("CRDs not Established after %ss: %s" % (self.opts.crd_timeout, names))
             time.sleep(next(delays))
+
+
+def foreign_owned(client, desired, ours, map_fn):
+    """``[(Desired, tool)]``: desired objects not yet ours that another deployment tool manages (one GET each)."""
+    def check(d):
+        live = client.get_or_none(d.info.object_path(d.oid.namespace, d.oid.name))
+        tool = foreign_tool(live or {})
+        return d, (tool if tool and not foreign_tool(d.manifest) else None)
+
+    todo = [d for d in desired if d.oid not in ours and not d.from_crd]
+    return [(d, tool) for d, tool in map_fn(check, todo) if tool]
 
 
 def shared_objects(desired, snap, opts, changeset):

@@ -47,6 +47,7 @@ except ImportError as _e:  # pragma: no cover
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 JSON = "application/json"
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 RETRY_STATUSES = (429, 500, 502, 503, 504)

@@ -120,7 +120,7 @@ def _wanted(manifest, prefix=()):
             continue
         if prefix == ("metadata",) and key in ("name", "namespace", "generateName"):
             continue
-        path = prefix + (key,)
+        path = (*prefix, key)
         if isinstance(value, dict) and value:
             out.extend(_wanted(value, path))
         else:
@@ -193,4 +193,26 @@ def takeover_patch(live, field_manager, patterns):
     merged.pop("subresource", None)
     rv = (live.get("metadata") or {}).get("resourceVersion")
     return [{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-            {"op": "replace", "path": "/metadata/managedFields", "value": keep + [merged]}]
+            {"op": "replace", "path": "/metadata/managedFields", "value": [*keep, merged]}]
+
+
+#: labels / annotations other deployment tools put on the objects they own
+FOREIGN_TOOLS = (
+    ("labels", "app.kubernetes.io/managed-by", "Helm", "Helm"),
+    ("annotations", "meta.helm.sh/release-name", None, "Helm"),
+    ("labels", "kustomize.toolkit.fluxcd.io/name", None, "Flux"),
+    ("labels", "helm.toolkit.fluxcd.io/name", None, "Flux"),
+    ("labels", "argocd.argoproj.io/instance", None, "Argo CD"),
+    ("annotations", "argocd.argoproj.io/tracking-id", None, "Argo CD"),
+)
+
+
+def foreign_tool(obj):
+    """The deployment tool (Helm, Flux, Argo CD) whose marks ``obj`` carries, with the release or app, or None."""
+    meta = obj.get("metadata") or {}
+    for field, key, value, tool in FOREIGN_TOOLS:
+        found = (meta.get(field) or {}).get(key)
+        if found and (value is None or found == value):
+            name = (meta.get("annotations") or {}).get("meta.helm.sh/release-name") if tool == "Helm" else found
+            return "%s (%s)" % (tool, name) if name and name != value else tool
+    return None

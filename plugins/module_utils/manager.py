@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import changeset as C
 from ansible_collections.stacksync.k8s.plugins.module_utils import plan as P
-from ansible_collections.stacksync.k8s.plugins.module_utils.apply import Applier, ApplyError, shared_objects
+from ansible_collections.stacksync.k8s.plugins.module_utils.apply import Applier, ApplyError, foreign_owned, shared_objects
 from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import ChangeSet
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
@@ -195,7 +195,7 @@ class StackManager:
         return plan
 
     def _plan(self, desired, snap, pruning):
-        to_apply, unchanged, ignored = P.apply_plan(desired, snap.ours)
+        to_apply, unchanged, ignored = P.apply_plan(desired, snap.ours, self.opts.field_manager, self.opts.takeover)
         prune = None
         if pruning:
             prune = P.prune_plan(snap.ours, self.stack, set(d.oid for d in desired), set(d.checksum for d in desired))
@@ -247,6 +247,11 @@ class StackManager:
         self._report_plan(plan, changeset, self.opts.applying)
         to_apply = plan.to_apply if self.opts.applying else []
         shared_objects(desired if self.opts.applying else [], plan.snap, self.opts, changeset)
+        if self.opts.fail_on_shared and self.opts.applying and to_apply:
+            foreign = foreign_owned(self.client, to_apply, plan.snap.ours, self._map)
+            if foreign:
+                raise StackError("objects managed by another deployment tool (fail_on_shared is set): " + "; ".join(
+                    "%s (%s)" % (d.named(), tool) for d, tool in foreign[:20]), changeset)
         changeset.checksum = stack_checksum([d.checksum for d in desired])
         if self.opts.applying and not dry_run:
             widened = self.record.group_kinds | set(d.oid.group_kind for d in desired)
@@ -319,7 +324,7 @@ class StackManager:
             desired = self.prepare(resources, cs) if resources is not None else []
             stamp_all(desired, self.stack, self._load_key(desired, create=False))
             plan = self.plan(desired, cs, pruning=resources is not None)
-            report = stack_report(plan.snap, desired, plan.prune, self.stack, self.record, resources is not None)
+            report = stack_report(plan.snap, desired, plan.prune, self.opts, self.record, resources is not None)
             report["warnings"] = cs.warnings
             return report
 

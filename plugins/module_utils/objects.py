@@ -30,12 +30,14 @@ import re
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
     CHECKSUM_ANNOTATION,
-    DOMAIN,
     IGNORE_ANNOTATION,
     OWNER_ANNOTATION,
+    PRUNE_ANNOTATION,
     RECREATE_ANNOTATION,
     SOURCE_ANNOTATION,
+    SSA_ANNOTATION,
     STACK_LABEL,
+    STAMPED_KEYS,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, group_of
 
@@ -82,6 +84,17 @@ def label(obj, key):
 
 def is_ignored(obj):
     return is_true(annotation(obj, IGNORE_ANNOTATION) or "")
+
+
+def prune_disabled(obj):
+    return str(annotation(obj, PRUNE_ANNOTATION) or "").strip().lower() == "disabled"
+
+
+def ssa_policy(obj):
+    """The ``stacksync.io/ssa`` policy: ``merge``, ``if-not-present`` or None (take over, the default).
+    Flux's spellings (``Merge``, ``IfNotPresent``) are accepted."""
+    value = str(annotation(obj, SSA_ANNOTATION) or "").strip().lower().replace("-", "")
+    return {"merge": "merge", "ifnotpresent": "if-not-present"}.get(value)
 
 
 def wants_recreate(obj):
@@ -172,7 +185,7 @@ def canonical(manifest):
     for key in (*SERVER_METADATA, "namespace"):
         meta.pop(key, None)
     for field in ("labels", "annotations"):
-        values = dict((k, v) for k, v in (meta.get(field) or {}).items() if not k.startswith(DOMAIN + "/"))
+        values = dict((k, v) for k, v in (meta.get(field) or {}).items() if k not in STAMPED_KEYS)
         if values:
             meta[field] = values
         else:

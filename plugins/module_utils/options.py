@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import DEFAULT_FIELD_MANAGER
+from ansible_collections.stacksync.k8s.plugins.module_utils.drift import compile_patterns
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import prune_limit
 from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import compile_conditions
@@ -18,7 +19,7 @@ DEFAULTS = dict(
     propagation_policy="Background", allow_empty=False, fail_on_shared=False, recreate_on_immutable=False,
     record_namespace="kube-system", commit=None, phase="all", concurrency=16, full_prune_scan=False,
     check_mode=False, diff=False, wait=False, wait_timeout=300, wait_conditions=None, discovery_cache_dir=None,
-    lock_timeout=300, lease_duration=60, crd_timeout=60, poll_interval=1.0, max_prune=None,
+    lock_timeout=300, lease_duration=60, crd_timeout=60, poll_interval=1.0, max_prune=None, takeover_managers=None,
 )
 
 
@@ -40,6 +41,7 @@ class StackOptions:
         values.update(options)
         try:
             prune_limit(values["max_prune"], 0)
+            self.takeover = compile_patterns(values["takeover_managers"])
         except ValueError as e:
             raise OptionError(str(e)) from None
         self.stack = stack
@@ -69,7 +71,7 @@ def options_from_params(params, context_namespace=None, check_mode=False, diff=F
                  recreate_on_immutable="recreate_on_immutable", record_namespace="record_namespace", commit="commit",
                  phase="phase", concurrency="concurrency", full_prune_scan="full_prune_scan", wait="wait",
                  wait_timeout="wait_timeout", wait_conditions="wait_condition", discovery_cache_dir="discovery_cache_dir",
-                 max_prune="max_prune", lock_timeout="wait_timeout")
+                 max_prune="max_prune", lock_timeout="wait_timeout", takeover_managers="takeover_managers")
     options = dict((option, params[param]) for option, param in names.items() if params.get(param) is not None)
     options["namespace"] = params.get("namespace") or context_namespace or "default"
     return StackOptions(params["name"], check_mode=check_mode, diff=diff, **options)

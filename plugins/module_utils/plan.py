@@ -15,8 +15,10 @@ __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import in_sync
+from ansible_collections.stacksync.k8s.plugins.module_utils.drift import drift as drift_of
+from ansible_collections.stacksync.k8s.plugins.module_utils.drift import entries as drift_entries
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import identity_digest
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, is_ignored, owned_by
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, is_ignored, owned_by, prune_disabled, ssa_policy
 
 #: Apply stages (prune runs them in reverse). Stage 0 must exist before anything can go in it:
 #: Namespaces and CRDs (after which we wait for CRDs to be Established and re-read discovery).
@@ -75,6 +77,8 @@ STILL_DESIRED = "still-desired"
 CHECKSUM_DESIRED = "checksum-desired"
 HAS_OWNER = "has-owner"
 IGNORED = "ignored"
+PRUNE_DISABLED = "prune-disabled"
+IF_NOT_PRESENT = "if-not-present"
 NOT_DELETABLE = "not-deletable"
 TERMINATING = "terminating"
 HOLDS_OTHERS = "holds-others"
@@ -108,6 +112,8 @@ def prune_decision(obj, oid, stack, desired_ids, desired_checksums):
         return Reason(HAS_OWNER, "has ownerReferences (managed by a controller)")
     if is_ignored(obj):
         return Reason(IGNORED, "ignore annotation set")
+    if prune_disabled(obj):
+        return Reason(PRUNE_DISABLED, "prune disabled (stacksync.io/prune: disabled): left in place")
     return None
 
 
@@ -222,15 +228,28 @@ def prune_budget_problem(candidates, total, max_prune):
                                           else max_prune, limit, shown))
 
 
-def apply_plan(desired, ours):
+def in_sync_by_ownership(d, live, field_manager, patterns):
+    """Whether applying desired ``d`` would change ``live``: the checksum says whether git changed,
+    field ownership (:mod:`.drift`) whether the cluster did. ``d.drift`` gets what drifted. Objects
+    without managedFields (very old servers) fall back to comparing values."""
+    if annotation(live, CHECKSUM_ANNOTATION) != annotation(d.manifest, CHECKSUM_ANNOTATION):
+        return False
+    if not drift_entries(live):
+        return in_sync(d.manifest, live, CHECKSUM_ANNOTATION)
+    d.drift = drift_of(d.manifest, live, field_manager, patterns, take_over=ssa_policy(d.manifest) != "merge")
+    return not d.drift
+
+
+def apply_plan(desired, ours, field_manager, patterns):
     """``(to_apply, unchanged, ignored)`` of the desired objects (``[Desired]``) against ``ours``
-    (``{ObjectId: (info, live)}``): to write, already in sync (checksum and fields), opted out."""
+    (``{ObjectId: (info, live)}``): to write, already in sync, opted out (``ignored``: the ignore
+    annotation, or ``if-not-present`` for an object that exists)."""
     to_apply, unchanged, ignored = [], [], []
     for d in desired:
         live = ours.get(d.oid, (None, None))[1]
-        if d.ignored or (live is not None and is_ignored(live)):
+        if d.ignored or (live is not None and is_ignored(live)) or (live is not None and ssa_policy(d.manifest) == "if-not-present"):
             ignored.append(d)
-        elif live is not None and in_sync(d.manifest, live, CHECKSUM_ANNOTATION):
+        elif live is not None and in_sync_by_ownership(d, live, field_manager, patterns):
             unchanged.append(d)
         else:
             to_apply.append(d)

@@ -50,7 +50,7 @@ class PrepareError(Exception):
 class Desired:
     """One desired object after preparation."""
 
-    __slots__ = ("checksum", "from_crd", "ignored", "index", "info", "manifest", "oid", "recreate", "source")
+    __slots__ = ("checksum", "drift", "from_crd", "ignored", "index", "info", "manifest", "oid", "recreate", "source")
 
     def __init__(self, oid, info, manifest, index, from_crd=False, source=None):
         self.oid = oid
@@ -62,6 +62,7 @@ class Desired:
         self.index = index
         self.from_crd = from_crd
         self.source = source  # the lookup's "path#document", for messages (the annotation is stripped)
+        self.drift = None  # what of the live object an apply changes (see drift.drift), when known
 
     @property
     def api_version(self):

@@ -12,10 +12,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
-from ansible_collections.stacksync.k8s.plugins.module_utils.diff import in_sync
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, owned_by, stack_checksum
-from ansible_collections.stacksync.k8s.plugins.module_utils.plan import prune_decision
+from ansible_collections.stacksync.k8s.plugins.module_utils.plan import in_sync_by_ownership, prune_decision
 
 IN_SYNC, DRIFTED, OUT_OF_DATE, MISSING = "in_sync", "drifted", "out_of_date", "missing"
 WOULD_PRUNE, WOULD_RELEASE, KEPT, TERMINATING, PRESENT = "would_prune", "would_release", "kept", "terminating", "present"
@@ -41,33 +40,35 @@ def _prune_statuses(prune):
     return out
 
 
-def _status(oid, obj, desired_by_id, prune_status, stack, with_desired):
+def _status(oid, obj, desired_by_id, prune_status, opts, with_desired):
     """``(status, reason, extra)`` of one live object of the stack."""
     if not with_desired:
-        reason = prune_decision(obj, oid, stack, set(), set())
-        if reason is None or not owned_by(obj, stack, oid):
+        reason = prune_decision(obj, oid, opts.stack, set(), set())
+        if reason is None or not owned_by(obj, opts.stack, oid):
             return PRESENT, None, {}
         return KEPT, reason, {"code": reason.code}
     d = desired_by_id.get(oid)
     if d is not None:
         if annotation(obj, CHECKSUM_ANNOTATION) != d.checksum:
             return OUT_OF_DATE, None, {}
-        return (IN_SYNC if in_sync(d.manifest, obj, CHECKSUM_ANNOTATION) else DRIFTED), None, {}
+        if in_sync_by_ownership(d, obj, opts.field_manager, opts.takeover):
+            return IN_SYNC, None, {}
+        return DRIFTED, None, {"drift": d.drift} if d.drift else {}
     return prune_status.get(oid) or (KEPT, None, {})
 
 
-def stack_report(snap, desired, prune, stack, record, with_desired):
+def stack_report(snap, desired, prune, opts, record, with_desired):
     """The return values of ``stack_info`` (warnings apart).
 
     :param snap: the :class:`.observe.Snapshot`; :param desired: ``[Desired]`` (stamped);
-    :param prune: the final :class:`.plan.PrunePlan` (None without a desired set);
+    :param prune: the final :class:`.plan.PrunePlan` (None without a desired set); :param opts: the run's options;
     :param record: the :class:`.record.StackRecord` as read; :param with_desired: a desired set was given.
     """
     by_id = dict((d.oid, d) for d in desired)
     prune_status = _prune_statuses(prune) if prune is not None else {}
     objects = []
     for oid, (info, obj) in sorted(snap.ours.items()):
-        status, reason, extra = _status(oid, obj, by_id, prune_status, stack, with_desired)
+        status, reason, extra = _status(oid, obj, by_id, prune_status, opts, with_desired)
         entry = _entry(oid, obj.get("apiVersion") or info.api_version, checksum=annotation(obj, CHECKSUM_ANNOTATION),
                        status=status, **extra)
         if reason:

@@ -68,6 +68,7 @@ ARGUMENT_SPEC = dict(
     concurrency=dict(type="int", default=16),
     full_prune_scan=dict(type="bool", default=False),
     max_prune=dict(type="str"),
+    takeover_managers=dict(type="list", elements="str"),
     discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
