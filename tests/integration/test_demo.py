@@ -58,6 +58,14 @@ def printed_commands(out):
 
 
 @pytest.mark.slow
+def test_the_readme_quick_start_shows_the_printed_commands(demo):
+    readme = (REPO_ROOT / "README.md").read_text()
+    for command in printed_commands(demo[0]):
+        line = shlex.join(command).replace(".venv/bin/", ".venv-demo/bin/", 1)
+        assert "$ " + line + "\n" in readme, line
+
+
+@pytest.mark.slow
 def test_the_printed_commands_work_against_a_cluster(demo, kube, tmp_path):
     """The printed commands, run as printed: the collection is installed into ~/.ansible/collections (a
     temporary HOME) and the sync playbook previews a repository with examples/local.yml. Only the repo URL
