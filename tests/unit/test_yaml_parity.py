@@ -12,7 +12,6 @@ so the list stays honest.
 """
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -109,10 +108,3 @@ def test_lookup_reads_the_file_as_kubectl_does(name, kubectl_env):
         if "namespace" not in ours_obj["metadata"]:  # kubectl create fills in the context's namespace
             theirs_obj["metadata"].pop("namespace", None)
     assert canonical(ours) == canonical(theirs)
-
-
-@pytest.mark.skipif(not os.environ.get("STACKSYNC_TEST_KUBECONFIG"), reason="only against a real server")
-def test_kubectl_reports_its_version(kubectl_env):
-    """Against a real server, record which kubectl the corpus was compared with (shown with -rA)."""
-    out = subprocess.run([KUBECTL, "version", "--client", "-o", "json"], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout)["clientVersion"]["gitVersion"]
