@@ -76,9 +76,10 @@ def canonical(objects):
 
 
 @pytest.fixture(scope="module")
-def kubectl_env(kube, tmp_path_factory):
+def kubectl_env(request, tmp_path_factory):
     if KUBECTL is None:
         pytest.skip("kubectl is not on PATH: the differential YAML test compares the lookup with kubectl")
+    kube = request.getfixturevalue("kube")  # a cluster only once kubectl is known to be there
     return kube.kubeconfig, tmp_path_factory.mktemp("kubectl-cache")
 
 
