@@ -102,6 +102,9 @@ def _yaml_problem(exc):
     return "invalid YAML: %s" % exc
 
 
+_END_MARKER = re.compile(r"^\.\.\.(?:\s|$)", re.MULTILINE)
+
+
 def _load_chunk(chunk, rel, index, first_line, decrypt):
     """``(line, data)`` of one YAML document (a chunk of :func:`kubeyaml.split_documents`)."""
     loader = ManifestLoader(chunk)
@@ -118,7 +121,11 @@ def _load_chunk(chunk, rel, index, first_line, decrypt):
         raise RenderError("invalid YAML: unacceptable character #x%04x: %s" % (exc.character, exc.reason), rel,
                           doc=index, line=chunk.count("\n", 0, exc.position) + first_line) from None
     except yaml.YAMLError as exc:
-        raise RenderError(_yaml_problem(exc), rel, doc=index, line=_yaml_line(exc, offset) or line) from None
+        problem = _yaml_problem(exc)
+        if getattr(exc, "problem", None) == "did not find expected <document start>" and _END_MARKER.search(chunk):
+            problem += (" (content after a '...' document end marker: kubectl would silently ignore it; "
+                        "start a new document with a --- line)")
+        raise RenderError(problem, rel, doc=index, line=_yaml_line(exc, offset) or line) from None
     except RecursionError:
         raise RenderError("the document is nested too deeply (more levels than the YAML parser's recursion limit)",
                           rel, doc=index, line=line) from None

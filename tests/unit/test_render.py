@@ -613,3 +613,11 @@ def test_duplicates_name_both_files_relative_to_the_root(tmp_path):
     write(tmp_path, {"repo/env/sub/b.yaml": CM.format(name="z")})
     manifests = R.render(str(tmp_path / "repo" / "env"), root=str(tmp_path / "repo"))
     assert sources(manifests) == ["a.yaml#0", "sub/b.yaml#0"]
+
+
+def test_content_after_a_document_end_marker_is_refused(tmp_path):
+    # kubectl reads only up to "..." and silently drops the rest (ConfigMap b would be pruned)
+    write(tmp_path, {"e.yaml": CM.format(name="a") + "...\n" + CM.format(name="b")})
+    err = render_error(tmp_path)
+    assert err.path == "e.yaml" and err.doc == 0 and err.line == 6  # the first line after the marker
+    assert "content after a '...' document end marker" in str(err)
