@@ -47,11 +47,11 @@ def _kubectl_int(text):
     return value if INT64[0] <= value <= INT64[1] else float(value)
 
 
-def kubectl_objects(path, kubeconfig, cache_dir):
-    """``(ok, objects or error text)`` of kubectl reading ``path``."""
+def kubectl_objects(path, kubeconfig, cache_dir, flag="-f"):
+    """``(ok, objects or error text)`` of kubectl reading ``path`` (``flag="-k"``: a kustomization)."""
     proc = subprocess.run(
         [KUBECTL, "--kubeconfig", kubeconfig, "--cache-dir", str(cache_dir), "create", "--dry-run=client",
-         "-o", "json", "--validate=false", "-f", str(path)],
+         "-o", "json", "--validate=false", flag, str(path)],
         capture_output=True, text=True, timeout=60, check=False)
     if proc.returncode != 0:
         return False, proc.stderr.strip()
@@ -109,3 +109,16 @@ def test_lookup_reads_the_file_as_kubectl_does(name, kubectl_env):
         if "namespace" not in ours_obj["metadata"]:  # kubectl create fills in the context's namespace
             theirs_obj["metadata"].pop("namespace", None)
     assert canonical(ours) == canonical(theirs)
+
+
+def test_kustomize_output_reads_as_kubectl_create_k(kubectl_env):
+    """A kustomization is rendered with kustomize and its output read by the lookup: the same objects as
+    ``kubectl create -k`` (kustomize quotes the strings its YAML 1.2 reading kept as strings)."""
+    path = CORPUS / "kustomize"
+    kubectl_ok, theirs = kubectl_objects(path, *kubectl_env, flag="-k")
+    ours_ok, ours = lookup_objects(path)
+    assert kubectl_ok and ours_ok, (theirs, ours)
+    for obj in theirs:
+        obj["metadata"].pop("namespace", None)
+    assert canonical(ours) == canonical(theirs)
+    assert ours[0]["data"]["plain"] == "yes" and ours[0]["data"]["oct"] == 15
