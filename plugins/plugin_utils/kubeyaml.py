@@ -289,6 +289,8 @@ class KubectlConstructor(yaml.constructor.BaseConstructor):
     yaml_multi_constructors = {}
     #: ``decrypt(b_vaulttext) -> bytes`` for ``!vault`` values (None: they are an error).
     decrypt = None
+    #: Lines before the text being loaded (a document of a larger file), for line numbers in messages.
+    line_offset = 0
 
     def construct_scalar_value(self, node):
         value = node.value
@@ -346,7 +348,7 @@ class KubectlConstructor(yaml.constructor.BaseConstructor):
                 raise _error(str(exc), key_node, "while constructing a mapping") from None
             if key in explicit:
                 raise KubeYAMLError("while constructing a mapping", node.start_mark,
-                                    "found duplicate key %r (first on line %d)" % (key, explicit[key] + 1),
+                                    "found duplicate key %r (first on line %d)" % (key, explicit[key] + 1 + self.line_offset),
                                     key_node.start_mark)
             explicit[key] = key_node.start_mark.line
             data[key] = self.json_value(self.construct_object(value_node), value_node)

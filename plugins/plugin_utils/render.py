@@ -110,6 +110,7 @@ def _load_chunk(chunk, rel, index, first_line, decrypt):
     loader = ManifestLoader(chunk)
     loader.decrypt = decrypt
     offset = first_line - 1
+    loader.line_offset = offset
     line = first_line
     try:
         node = loader.get_single_node()

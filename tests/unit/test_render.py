@@ -563,7 +563,11 @@ def test_manifest_kind(name, kind):
 def test_duplicate_keys_are_invalid_yaml(tmp_path):
     write(tmp_path, {"d.yaml": CM.format(name="a") + "data:\n  x: '1'\n  y: '2'\n  x: '3'\n"})
     err = render_error(tmp_path)
-    assert err.path == "d.yaml" and err.line == 8 and "found duplicate key 'x'" in str(err)
+    assert err.path == "d.yaml" and err.line == 8 and "found duplicate key 'x' (first on line 6)" in str(err)
+    # in a later document, both lines are the file's
+    write(tmp_path, {"d.yaml": CM.format(name="z") + "---\n" + CM.format(name="a") + "data:\n  x: '1'\n  x: '3'\n"})
+    err = render_error(tmp_path)
+    assert err.doc == 1 and err.line == 12 and "found duplicate key 'x' (first on line 11)" in str(err)
 
 
 def test_merge_keys_may_override(tmp_path):
