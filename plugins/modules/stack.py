@@ -148,6 +148,23 @@ options:
       - Field manager name for server-side apply.
     type: str
     default: stacksync
+  takeover_managers:
+    description:
+      - Field managers whose fields on the stack's objects are taken over, as people's tools' changes are (see the
+        README's Drift section and C(docs/adoption.md)); before applying, their
+        C(managedFields) entries become the stack's (guarded by C(resourceVersion)), so the apply removes whatever git
+        does not say and writes back what it does. Fields of any other manager (controllers, autoscalers, admission
+        defaults, C(status)) are never touched and are not drift.
+      - Each entry is a manager name, or a prefix ending in C(*), optionally followed by C(:Update) or C(:Apply) to
+        match only that operation (V(acme-deployer), V(acme-*:Update)).
+      - Default (not set) is V(kubectl*) (client-side C(apply), C(create), C(edit), C(label), C(annotate), C(patch),
+        C(replace), C(set), C(scale), C(rollout) and server-side C(apply)), V(before-first-apply) and
+        V(OpenAPI-Generator) (the Python client and the C(kubernetes.core.k8s) module). Give the list in full to
+        change it; an empty list takes nothing over.
+      - An object annotated C(stacksync.io/ssa=merge) is never taken over; C(stacksync.io/ssa=if-not-present) is
+        created when missing and never changed after.
+    type: list
+    elements: str
   force_conflicts:
     description:
       - Take over fields owned by other field managers (git is the source of truth, out-of-band edits are
