@@ -91,17 +91,29 @@ def run_sequence(kube, steps):
             cs, err = H.sync(client, stack, want, namespace=ns, record_namespace=ns, max_prune="100%")
             assert err is None, err
             check(client, ns, want, controller)
-            seen = []
-            real = client.request
-            client.request = lambda m, p, *a, **kw: (seen.append((m, p)) if m in WRITES else None, real(m, p, *a, **kw))[1]
-            try:
-                cs, err = H.sync(client, stack, want, namespace=ns, record_namespace=ns, max_prune="100%")
-            finally:
-                client.__dict__.pop("request", None)
+            cs, err, seen = sync_counting_writes(client, stack, want, ns)
             assert err is None and not cs.changed and not seen, (err, seen, cs.result())
     finally:
         H.delete_quietly(client, "/api/v1/namespaces/" + ns)
         client.close()
+
+
+def sync_counting_writes(client, stack, want, ns):
+    """``(changeset, error, [(method, path)] written)`` of one sync."""
+    seen = []
+    real = client.request
+
+    def request(method, path, *a, **kw):
+        if method in WRITES:
+            seen.append((method, path))
+        return real(method, path, *a, **kw)
+
+    client.request = request
+    try:
+        cs, err = H.sync(client, stack, want, namespace=ns, record_namespace=ns, max_prune="100%")
+    finally:
+        client.__dict__.pop("request", None)
+    return cs, err, seen
 
 
 def check(client, ns, want, controller):
