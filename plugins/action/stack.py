@@ -199,7 +199,7 @@ class ActionModule(ActionBase):
         no_log_values = set(getattr(validated, "_no_log_values", set())) | credential_values(params)
         try:
             result = run_stack(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff),
-                               warn=warnings.append)
+                               warn=warnings.append, verbosity=display.verbosity)
         except RunFailed as e:
             result = dict(e.result, failed=True, msg=e.msg)
         result.setdefault("changed", False)

@@ -167,7 +167,7 @@ class Applier:
             return
         changeset.add(d.oid, d.api_version, action, C.PHASE_APPLY, **({"drift": d.drift} if d.drift else {}))
         if self.opts.diff:
-            entry = object_diff(before, obj if obj is not None else d.manifest, is_secret(d.oid))
+            entry = object_diff(before, obj if obj is not None else d.manifest, is_secret(d.oid), self.opts.diff_full)
             entry["before_header"] = entry["after_header"] = str(d.oid)
             changeset.diff.append(entry)
         if obj is not None:

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import json
 
 REDACTED = "<redacted>"
 REDACTED_CHANGED = "<redacted, changed>"
@@ -125,9 +126,27 @@ def clean(obj):
     return out
 
 
-def object_diff(before, after, secret=False):
-    """``{"before": ..., "after": ...}`` for Ansible's diff output; Secret values redacted."""
+def summary(before, after):
+    """One line for a created (``+``) or deleted (``-``) object: what it is and how big, so a diff stays
+    readable at thousands of objects (the whole body with ``-vv``)."""
+    obj = after if after is not None else before
+    meta = obj.get("metadata") or {}
+    size = len(json.dumps(obj, separators=(",", ":")))
+    where = "%s/%s" % (meta["namespace"], meta.get("name")) if meta.get("namespace") else meta.get("name")
+    return "%s %s %s (%s, %s)\n" % ("+" if after is not None else "-", obj.get("kind"), where,
+                                     "created" if after is not None else "deleted",
+                                     "%d bytes" % size if size < 10240 else "%.1f KiB" % (size / 1024.0))
+
+
+def object_diff(before, after, secret=False, full=True):
+    """``{"before": ..., "after": ...}`` for Ansible's diff output; Secret values redacted.
+
+    Changed objects show both sides (Ansible prints only the changed lines and their context); a
+    created or deleted object is summarised unless ``full``.
+    """
     before, after = clean(before), clean(after)
     if secret:
         before, after = redact_secret(before, after), redact_secret(after, before)
+    if not full and (before is None) != (after is None):
+        return {"prepared": summary(before, after)}
     return {"before": before if before is not None else {}, "after": after if after is not None else {}}

@@ -18,7 +18,7 @@ DEFAULTS = dict(
     namespace="default", field_manager=DEFAULT_FIELD_MANAGER, force_conflicts=True, prune=True,
     propagation_policy="Background", allow_empty=False, fail_on_shared=False, recreate_on_immutable=False,
     record_namespace="kube-system", commit=None, phase="all", concurrency=16, full_prune_scan=False,
-    check_mode=False, diff=False, wait=False, wait_timeout=300, wait_conditions=None, discovery_cache_dir=None,
+    check_mode=False, diff=False, diff_full=True, wait=False, wait_timeout=300, wait_conditions=None, discovery_cache_dir=None,
     lock_timeout=300, lease_duration=60, crd_timeout=60, poll_interval=1.0, max_prune=None, takeover_managers=None,
 )
 

@@ -131,7 +131,7 @@ class Pruner:
                 changeset.add(oid, api_version_of(info, obj), C.PRUNED, C.PHASE_PRUNE)
                 pruned.add(oid)
                 if self.opts.diff:
-                    entry = object_diff(obj, None, is_secret(oid))
+                    entry = object_diff(obj, None, is_secret(oid), self.opts.diff_full)
                     entry["before_header"] = entry["after_header"] = str(oid)
                     changeset.diff.append(entry)
         return remaining, pruned

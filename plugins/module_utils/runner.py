@@ -108,10 +108,11 @@ def read_resources_file(path):
     return resources
 
 
-def run_stack(params, check_mode=False, diff=False, warn=None):
+def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0):
     """Converge the stack described by validated ``params``; its return values.
 
-    ``warn(message)`` receives each warning (``module.warn`` in the module). Raises
+    ``warn(message)`` receives each warning (``module.warn`` in the module); ``verbosity`` is Ansible's
+    (with 2 or more, diffs show created and pruned objects whole). Raises
     :class:`RunFailed` (with the return values known so far) when the run fails.
     """
     warn = warn or (lambda message: None)
@@ -135,6 +136,7 @@ def run_stack(params, check_mode=False, diff=False, warn=None):
         raise RunFailed(str(e), {}) from None
     try:
         opts = options_from_params(params, context_namespace, check_mode=check_mode, diff=diff)
+        opts.diff_full = verbosity >= 2  # whole bodies of created and pruned objects only with -vv
         manager = StackManager(client, params["name"], opts=opts)
         changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
     except (StackError, OptionError) as e:

@@ -413,7 +413,8 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (  # n
 def main():
     module = StackModule(argument_spec=ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE, supports_check_mode=True)
     try:
-        result = run_stack(module.params, check_mode=module.check_mode, diff=module._diff, warn=module.warn)
+        result = run_stack(module.params, check_mode=module.check_mode, diff=module._diff, warn=module.warn,
+                           verbosity=module._verbosity)
     except RunFailed as e:
         module.fail_json(msg=e.msg, **e.result)
     module.exit_json(**result)
