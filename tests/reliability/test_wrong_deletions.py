@@ -470,3 +470,31 @@ def test_no_secret_value_or_kubeconfig_token_in_any_output(kube, admin, ns, tmp_
     assert SECRET_VALUE not in everything  # ... without the value
     assert token not in everything  # and the kubeconfig mapping's token is masked everywhere
     assert admin.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/ok") is not None
+
+
+# -- an unavailable aggregated API ---------------------------------------------------------------------
+def test_an_unavailable_api_group_is_warned_about_and_keeps_namespaces(kube, admin):
+    if kube.is_sim:
+        pytest.skip("the simulator serves no APIService (aggregated APIs)")
+    group = f"g{uid()}.example.com"
+    path = "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1." + group
+    stack, name = "agg-" + uid(), "wd-agg-" + uid()
+    try:
+        sync(admin, stack, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}],
+             namespace=name, record_namespace="default")
+        admin.create("/apis/apiregistration.k8s.io/v1/apiservices", {
+            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "v1beta1." + group},
+            "spec": {"group": group, "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
+                     "insecureSkipTLSVerify": True, "service": {"name": "nothere", "namespace": "default", "port": 443}}})
+        deadline = time.time() + 30
+        while True:  # discovery lists the group as stale once the aggregator found its backend missing
+            cs = sync(admin, stack, [], allow_empty=True, namespace=name, record_namespace="default")
+            if any(group in w for w in cs.warnings) or time.time() > deadline:
+                break
+            time.sleep(1)
+        assert any(group + "/v1beta1 is unavailable" in w for w in cs.warnings), cs.warnings
+        assert not cs.pruned and "discovery of " in reasons(cs)[("Namespace", name)]
+        assert admin.get_or_none("/api/v1/namespaces/" + name) is not None
+    finally:
+        H.delete_quietly(admin, path)
+        H.delete_quietly(admin, "/api/v1/namespaces/" + name)
