@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.health import health
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, owned_by, stack_checksum
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import in_sync_by_ownership, prune_decision
@@ -57,6 +58,29 @@ def _status(oid, obj, desired_by_id, prune_status, opts, with_desired):
     return prune_status.get(oid) or (KEPT, None, {})
 
 
+#: status -> Argo CD's sync status
+SYNC_OF = {IN_SYNC: "Synced", DRIFTED: "OutOfSync", OUT_OF_DATE: "OutOfSync", MISSING: "Missing",
+           WOULD_PRUNE: "Extraneous", WOULD_RELEASE: "Extraneous", TERMINATING: "Extraneous"}
+
+
+def _health(entry, live):
+    """Add ``sync`` and ``health`` (with ``health_reason``) to a report entry."""
+    entry["sync"] = SYNC_OF.get(entry["status"], "Synced" if entry["status"] in (KEPT, PRESENT) else "Unknown")
+    h = health(live)
+    entry["health"] = h.health
+    if h.reason or h.message:
+        entry["health_reason"] = "%s: %s" % (h.reason, h.message) if h.message else h.reason
+    return entry
+
+
+def _counts(objects):
+    counts = {"sync": {}, "health": {}}
+    for o in objects:
+        for key in ("sync", "health"):
+            counts[key][o[key]] = counts[key].get(o[key], 0) + 1
+    return counts
+
+
 def stack_report(snap, desired, prune, opts, record, with_desired):
     """The return values of ``stack_info`` (warnings apart).
 
@@ -73,12 +97,12 @@ def stack_report(snap, desired, prune, opts, record, with_desired):
                        status=status, **extra)
         if reason:
             entry["reason"] = str(reason)
-        objects.append(entry)
+        objects.append(_health(entry, obj))
     for d in desired:
         if d.oid not in snap.ours:
-            objects.append(_entry(d.oid, d.api_version, status=MISSING, checksum=d.checksum))
+            objects.append(_health(_entry(d.oid, d.api_version, status=MISSING, checksum=d.checksum), None))
     data = dict(record.data or {})
-    return dict(objects=objects, record=data, commit=data.get("commit"), last_sync_time=data.get("lastSyncTime"),
+    return dict(objects=objects, counts=_counts(objects), record=data, commit=data.get("commit"), last_sync_time=data.get("lastSyncTime"),
                 group_kinds=sorted(group_kind_str(*gk) for gk in record.group_kinds),
                 unverified_kinds=sorted(group_kind_str(*gk) for gk in snap.unverified),
                 checksum=stack_checksum([d.checksum for d in desired]) if with_desired else None)

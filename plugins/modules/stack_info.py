@@ -87,6 +87,13 @@ EXAMPLES = r"""
 - name: Show objects that would be pruned
   ansible.builtin.debug:
     msg: "{{ info.objects | selectattr('status', 'equalto', 'would_prune') | list }}"
+
+- name: Fail when anything of the stack is unhealthy
+  ansible.builtin.assert:
+    that: info.objects | rejectattr('health', 'in', ['Healthy', 'Suspended']) | list | length == 0
+    fail_msg: "{{ info.objects | rejectattr('health', 'in', ['Healthy', 'Suspended'])
+                  | map(attribute='name') | zip(info.objects | rejectattr('health', 'in', ['Healthy', 'Suspended'])
+                  | map(attribute='health_reason')) | list }}"
 """
 
 RETURN = r"""
@@ -102,11 +109,19 @@ objects:
       what a sync with the same resources would delete (a prune over the O(stacksync.k8s.stack#module:max_prune) budget
       fails the sync instead).
     - Without O(resources), V(present) or V(kept).
+    - Each object also has C(sync) (Argo CD's vocabulary, V(Synced), V(OutOfSync), V(Missing), V(Extraneous) - would
+      be pruned or released) and C(health) (V(Healthy), V(Progressing), V(Degraded), V(Suspended), V(Missing),
+      V(Unknown), computed with kstatus rules for every kind, custom resources included) with C(health_reason).
   returned: always
   type: list
   elements: dict
   sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "settings", "status": "in_sync",
             "checksum": "sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"}]
+counts:
+  description: Number of objects per C(sync) and per C(health) state.
+  returned: always
+  type: dict
+  sample: {"sync": {"Synced": 40, "OutOfSync": 1, "Extraneous": 2}, "health": {"Healthy": 42, "Progressing": 1}}
 commit:
   description: Source commit recorded by the last sync, if any.
   returned: always

@@ -100,3 +100,22 @@ def test_manager_wait_fails_fast_and_names_the_object(kube, client, ns):
     assert str(e.value).count("ProgressDeadlineExceeded") == 1, str(e.value)
     assert f"Deployment.apps {ns}/stalled: ProgressDeadlineExceeded: ReplicaSet " in str(e.value)
     assert elapsed < FAST, elapsed
+
+
+def test_stack_info_reports_sync_and_health_per_object(kube, ns):
+    """stack_info's report: sync (Argo CD's vocabulary) and health per object, with counts."""
+    from tests.reliability import helpers as H
+
+    client = H.client_for(kube.kubeconfig)
+    stack = "report-" + uuid.uuid4().hex[:6]
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": ns}, "data": {"a": "1"}}
+    gone = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gone", "namespace": ns}, "data": {"a": "1"}}
+    StackManager(client, stack, record_namespace=ns, namespace=ns).sync([cm, gone])
+    new = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "new", "namespace": ns}, "data": {"a": "1"}}
+    report = StackManager(client, stack, record_namespace=ns, namespace=ns).inspect([cm, new])
+    by_name = dict((o["name"], o) for o in report["objects"])
+    assert by_name["settings"]["sync"] == "Synced" and by_name["settings"]["health"] == "Healthy"
+    assert by_name["gone"]["sync"] == "Extraneous" and by_name["new"]["sync"] == "Missing"
+    assert by_name["new"]["health"] == "Missing"
+    assert report["counts"]["sync"] == {"Synced": 1, "Extraneous": 1, "Missing": 1}
+    client.close()
