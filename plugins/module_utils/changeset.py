@@ -60,11 +60,19 @@ class ChangeSet:
         self.checksum = None
 
     def add(self, oid, api_version, action, phase, code=None, reason=None, **extra):
-        entry = Entry(oid, api_version, action, phase, code, reason, extra)
+        entry = Entry(oid, api_version, action, phase, code, reason, dict(extra))
         self.entries.append(entry)
         if action == FAILED:
             self.errors.append(reason)
         return entry
+
+    def record_health(self, healths):
+        """Add ``health`` (and ``health_reason``) to the entries of the objects waited for."""
+        for e in self.entries:
+            h = healths.get(e.oid)
+            if h is not None and e.action in APPLY_ACTIONS:
+                e.extra["health"] = h.health
+                e.extra["health_reason"] = "%s: %s" % (h.reason, h.message) if h.message else h.reason
 
     def warn(self, message):
         if message not in self.warnings:

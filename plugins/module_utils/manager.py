@@ -260,8 +260,10 @@ class StackManager:
         applier = Applier(self.client, self.discovery, self.opts, self._map, self._ensure_lock)
         written = applier.apply_all(to_apply, plan.snap.ours, changeset, dry_run)
         if self.opts.wait and written and not changeset.errors and not dry_run:
+            healths = {}
             changeset.errors.extend(wait_for(self.client, written, self.opts.wait_rules, self.opts.wait_timeout,
-                                             self.opts.poll_interval, self._map))
+                                             self.opts.poll_interval, self._map, healths=healths))
+            changeset.record_health(healths)
         remaining, pruned_ok = self._prune(plan, changeset, dry_run)
         if self.opts.writes_record and not changeset.errors and not dry_run:
             fields = self._end_fields(desired, plan, remaining, pruned_ok)
@@ -283,6 +285,8 @@ class StackManager:
                 "would be" if dry_run else "was", len(changeset.errors), "would fail" if dry_run else "failed"))
             return set(), False
         remaining, pruned = self.pruner.execute(plan.prune, changeset, dry_run)
+        if self.opts.wait and pruned and not dry_run:
+            self.pruner.wait_gone(plan.prune, pruned, changeset)
         remaining |= set(oid.group_kind for oid, (_i, obj) in plan.snap.ours.items()
                          if oid not in pruned and owned_by(obj, self.stack, oid))
         return remaining, True

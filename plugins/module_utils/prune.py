@@ -23,6 +23,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Res
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import identity_digest
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, live_identity, owner_mark
 from ansible_collections.stacksync.k8s.plugins.module_utils.observe import LIST_PAGE_SIZE
+from ansible_collections.stacksync.k8s.plugins.module_utils.wait import wait_gone
 
 CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
 
@@ -135,6 +136,18 @@ class Pruner:
                     entry["before_header"] = entry["after_header"] = str(oid)
                     changeset.diff.append(entry)
         return remaining, pruned
+
+    def wait_gone(self, plan, pruned, changeset):
+        """With ``wait``: wait for the pruned objects to be gone; the ones still there at the timeout are
+        reported (``terminating``, with a warning), without failing the run."""
+        paths = [(info.object_path(oid.namespace, oid.name), oid) for oid, info, _o in plan.candidates if oid in pruned]
+        left = set(wait_gone(self.client, paths, self.opts.wait_timeout, self.opts.poll_interval))
+        for e in changeset.entries:
+            if e.oid in left and e.action == C.PRUNED:
+                e.extra["terminating"] = True
+        if left:
+            changeset.warn("still terminating after %ss (finalizers): %s" % (
+                self.opts.wait_timeout, ", ".join(str(oid) for oid in sorted(left)[:20])))
 
     def _delete(self, candidate, dry_run):
         """``None`` if deleted (or already gone), else the reason it was not."""

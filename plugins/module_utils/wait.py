@@ -95,15 +95,19 @@ def not_ready_reason(oid, obj, user_rules=None):
     return "%s (%s)%s" % (result.health, result.reason, ": " + result.message if result.message else "")
 
 
-def wait_for(client, written, rules, timeout, poll_interval, map_fn=map, clock=time.time, sleep=time.sleep):
+def wait_for(client, written, rules, timeout, poll_interval, map_fn=map, clock=time.time, sleep=time.sleep,
+             healths=None):
     """Poll the ``[(Desired, live object)]`` just written until every one is ready.
 
     Returns the error messages: at once for objects that failed (they will not become ready by
     waiting), or at the timeout one naming every object not ready and why. ``[]`` when all are ready.
+    ``healths`` (a dict), if given, receives each object's last :class:`.health_status.Health` by identity.
     """
     deadline = clock() + timeout
     pending = list(written)
     while True:
+        if healths is not None:
+            healths.update((d.oid, evaluate(d.oid, obj, rules)) for d, obj in pending)
         results = list(map_fn(lambda item: _check(item, rules), pending))
         failed = [msg for _ok, msg in results if msg]
         if failed:
@@ -125,3 +129,16 @@ def _check(item, rules):
         return is_ready(d.oid, obj, rules), None
     except NotReady as e:
         return False, "%s: %s" % (d.oid, e)
+
+
+def wait_gone(client, objects, timeout, poll_interval, clock=time.time, sleep=time.sleep):
+    """Poll ``[(path, ObjectId)]`` just deleted until they are gone; the ones still there at the timeout
+    (waiting for finalizers), as ``[ObjectId]``."""
+    deadline = clock() + timeout
+    pending = list(objects)
+    while pending:
+        pending = [(path, oid) for path, oid in pending if client.get_or_none(path) is not None]
+        if not pending or clock() > deadline:
+            break
+        sleep(poll_interval)
+    return [oid for _path, oid in pending]
