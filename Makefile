@@ -33,7 +33,7 @@ VENV312 := .venv-py312
 export ANSIBLE_NOCOLOR := 1
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH := false
 
-.PHONY: help venv build install sanity lint ruff unit pytest test test-py312 demo test-real bench clean
+.PHONY: help venv build install sanity lint ruff unit pytest test test-py312 demo test-real bench clean publish-check docs changelog
 
 help:
 	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'
@@ -46,8 +46,10 @@ $(VENV)/.installed: tests/requirements.txt requirements.txt
 
 venv: $(VENV)/.installed
 
+# The extra docs (docs/docsite/rst, from docs/*.md) are generated here so the tarball always has them.
 build: venv
 	@mkdir -p build
+	$(VPY) -m tests.tools.docsite
 	$(VBIN)/ansible-galaxy collection build --force --output-path build .
 
 install: build
@@ -90,8 +92,37 @@ test-py312: install
 pytest: install
 	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m pytest -p no:cacheprovider --durations=15 $(PYTEST_ARGS) tests
 
+# What Galaxy / Automation Hub and docs.ansible.com check before a collection is published: the
+# Galaxy import of the built tarball (tests/tools/galaxy_import.sh), the docs lint of the installed
+# collection (plugins, roles, extra docs, links) and the changelog fragments lint.
+publish-check: install
+	@bash tests/tools/galaxy_import.sh $(TARBALL) $(VBIN)
+	cd $(INSTALLED) && PATH=$(VBIN):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VBIN)/antsibull-docs lint-collection-docs --plugin-docs .
+	PATH=$(VBIN):$$PATH $(VBIN)/antsibull-changelog lint
+
+# The collection's HTML docs site (as on docs.ansible.com) in build/docs/build/html: every plugin,
+# module and role, and the guides of docs/ as extra docs. Offline: links to ansible-core's docs
+# resolve through a local inventory (tests/tools/docs_inventory.py) instead of downloading one.
+DOCS_DIR := build/docs
+docs: install
+	rm -rf $(DOCS_DIR) && mkdir -p -m 0755 $(DOCS_DIR)
+	PATH=$(VBIN):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VBIN)/antsibull-docs sphinx-init --use-current \
+	  --fail-on-error --dest-dir $(DOCS_DIR) stacksync.k8s
+	cd $(DOCS_DIR) && mkdir -p -m 0755 rst && PATH=$(VBIN):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) \
+	  $(VBIN)/antsibull-docs --config-file antsibull-docs.cfg collection --cleanup everything --fail-on-error \
+	  --use-current --dest-dir rst stacksync.k8s
+	$(VPY) -m tests.tools.docs_inventory $(DOCS_DIR)/rst $(DOCS_DIR)/ansible.inv
+	echo "intersphinx_mapping = {'ansible_devel': ('https://docs.ansible.com/projects/ansible/devel/', '../ansible.inv')}" \
+	  >> $(DOCS_DIR)/conf.py
+	cd $(DOCS_DIR) && $(VBIN)/sphinx-build -M html rst build -c . -W --keep-going -q
+	@echo "docs site: $(DOCS_DIR)/build/html/index.html"
+
+# After adding fragments for a release: bump `version` in galaxy.yml, then `make changelog`.
+changelog: venv
+	PATH=$(VBIN):$$PATH $(VBIN)/antsibull-changelog release --version $(VERSION)
+
 # Order matters: the last thing printed is the test runner's summary line.
-test: install sanity lint ruff test-py312 pytest
+test: install sanity lint ruff publish-check test-py312 pytest
 
 test-real: install
 	@bash tests/tools/test_real.sh "$(COLLECTIONS)"
