@@ -1,8 +1,10 @@
 # stacksync.k8s — developer entry points.
 #
-#   make test     full suite: build + install the collection, ansible-test sanity, ansible-lint,
-#                 ruff, unit + integration tests (ansible-core 2.19 / Python 3.11), and the
-#                 sanity + unit layer on the newest ansible-core / Python 3.12 where pyenv has it
+#   make test     full suite: build + install the collection, ansible-test sanity, ansible-lint, ruff,
+#                 Galaxy import + docs + changelog lint, ansible-test integration, unit + integration
+#                 tests (ansible-core 2.19 / Python 3.11), and layers on ansible-core 2.16 and 2.21
+#   make test-matrix  sanity + stack module / sync role integration on ansible-core 2.16 ... 2.21
+#   make docs     the collection's HTML docs site (antsibull-docs) in build/docs/build/html
 #   make demo     sync an example git repo into a local Kubernetes API simulator, then prune
 #   make test-real  conformance + integration suites against a real kube-apiserver
 #                 (started with ../shared/kube/up where that exists, or STACKSYNC_TEST_KUBECONFIG)
@@ -26,17 +28,13 @@ INSTALLED := $(COLLECTIONS)/ansible_collections/stacksync/k8s
 PYTEST_ARGS ?= -n auto --dist loadfile
 N ?= 1000
 
-# Newest ansible-core for the Python 3.12 layer.
-PY312_CORE ?= ansible-core==2.21.5
-VENV312 := .venv-py312
-
 export ANSIBLE_NOCOLOR := 1
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH := false
 
-.PHONY: help venv build install sanity lint ruff unit pytest test test-py312 demo test-real bench clean publish-check docs changelog integration
+.PHONY: help venv build install sanity lint ruff unit pytest test test-cores test-matrix demo test-real bench clean publish-check docs changelog integration
 
 help:
-	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
 
 $(VENV)/.installed: tests/requirements.txt requirements.txt
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -75,19 +73,27 @@ lint: install
 ruff: venv
 	$(VBIN)/ruff check .
 
-# The newest ansible-core on Python 3.12: sanity + unit tests. Skipped (with a message) where no
-# Python 3.12 can be found, as on many users' machines.
-test-py312: install
-	@py312=$$(command -v pyenv >/dev/null && v=$$(pyenv latest 3.12 2>/dev/null) && echo "$$(pyenv root)/versions/$$v/bin/python3.12" || true); \
-	[ -x "$$py312" ] || py312=$$(command -v python3.12 || true); \
-	if [ -z "$$py312" ] || [ ! -x "$$py312" ]; then \
-	  echo "SKIP: no Python 3.12 found (pyenv or python3.12 on PATH): the ansible-core 2.21 / Python 3.12 layer did not run"; exit 0; fi; \
-	echo "Python 3.12 layer with $$py312 and $(PY312_CORE)"; \
-	test -x $(VENV312)/bin/python || "$$py312" -m venv $(VENV312); \
-	$(VENV312)/bin/python -m pip install -q $(PY312_CORE) $$(grep -E '^(kubernetes|PyYAML|jmespath|pytest|hypothesis)==' tests/requirements.txt); \
-	$(call bootstrap_ansible_test,$(VENV312)/bin/python); \
-	(cd $(INSTALLED) && $(CURDIR)/$(VENV312)/bin/ansible-test sanity --local --python 3.12 --color no); \
-	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VENV312)/bin/python -m pytest -q -p no:cacheprovider tests/unit
+# ansible-core / Python layers besides the main one (2.19 / 3.11 in .venv): VERSION:PYTHON:CHECKS,
+# CHECKS from tests/tools/core_layer.sh (sanity, unit, integration = ansible-test targets of the
+# stack module and sync role, pytest = their pytest integration suites). Each layer has its own
+# virtualenv under $(TEST_ROOT)/venvs and is skipped (with a message) where its Python is missing.
+# `make test` runs the oldest and the newest supported ansible-core; `make test-matrix` all of them.
+CORE_LAYERS ?= 2.16.19:3.11:sanity,integration 2.21.5:3.12:sanity,unit,integration
+CORE_MATRIX ?= 2.16.19:3.11 2.17.14:3.12 2.18.19:3.13 2.19.14:3.13 2.20.10:3.13 2.21.5:3.12
+MATRIX_CHECKS ?= sanity,integration,pytest
+
+define run_layers
+	@for layer in $(1); do \
+	  IFS=: read -r core py checks <<< "$$layer"; \
+	  bash tests/tools/core_layer.sh "$$core" "$$py" $(COLLECTIONS) $(TEST_ROOT) $${checks//,/ }; \
+	done
+endef
+
+test-cores: install
+	$(call run_layers,$(CORE_LAYERS))
+
+test-matrix: install
+	$(call run_layers,$(foreach l,$(CORE_MATRIX),$(l):$(MATRIX_CHECKS)))
 
 pytest: install
 	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m pytest -p no:cacheprovider --durations=15 $(PYTEST_ARGS) tests
@@ -143,7 +149,7 @@ integration: venv
 	cd $(STAGE) && PATH=$(VBIN):$$PATH $(VBIN)/ansible-test integration --local --python $(ANSIBLE_TEST_PYTHON) --color no $(TARGETS)
 
 # Order matters: the last thing printed is the test runner's summary line.
-test: install sanity lint ruff publish-check test-py312 pytest
+test: install sanity lint ruff publish-check integration test-cores pytest
 
 test-real: install
 	@bash tests/tools/test_real.sh "$(COLLECTIONS)"
