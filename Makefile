@@ -78,8 +78,10 @@ ruff: venv
 # stack module and sync role, pytest = their pytest integration suites). Each layer has its own
 # virtualenv under $(TEST_ROOT)/venvs and is skipped (with a message) where its Python is missing.
 # `make test` runs the oldest and the newest supported ansible-core; `make test-matrix` all of them.
+# Python 3.13 is not in the matrix yet: its ssl module rejects the simulator's test CA (no keyUsage
+# extension, VERIFY_X509_STRICT), so every TLS request to tests/kubesim fails there.
 CORE_LAYERS ?= 2.16.19:3.11:sanity,integration 2.21.5:3.12:sanity,unit,integration
-CORE_MATRIX ?= 2.16.19:3.11 2.17.14:3.12 2.18.19:3.13 2.19.14:3.13 2.20.10:3.13 2.21.5:3.12
+CORE_MATRIX ?= 2.16.19:3.11 2.17.14:3.12 2.18.19:3.12 2.19.14:3.12 2.20.10:3.12 2.21.5:3.12
 MATRIX_CHECKS ?= sanity,integration,pytest
 
 define run_layers
