@@ -14,7 +14,9 @@ __metaclass__ = type
 import json
 import sys
 
+from ansible import constants as C
 from ansible.errors import AnsibleError
+from ansible.executor.interpreter_discovery import discover_interpreter
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.common.validation import check_type_bool
@@ -22,14 +24,18 @@ from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
-from ansible_collections.stacksync.k8s.plugins.module_utils.common import safe_params, url_credentials
+from ansible_collections.stacksync.k8s.plugins.module_utils.common import credential_values, safe_params
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,
     RunFailed,
     run_stack,
 )
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import module_process_reasons
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import (
+    effective_interpreter,
+    interpreter_reason,
+    task_reasons,
+)
 
 try:  # ansible-core >= 2.19: arguments may carry data tags; encode them as for a module
     from ansible.module_utils.common.json import Direction, get_module_encoder
@@ -42,6 +48,8 @@ display = Display()
 
 MODULE = "stacksync.k8s.stack"
 LOOKUP = "stacksync.k8s.manifests"
+DISCOVERED_FACT = "discovered_interpreter_python"
+RESOURCES_FILE = "stacksync-resources.json"
 
 
 def validation_error(validated):
@@ -52,6 +60,21 @@ def validation_error(validated):
     if type(validated.errors.errors[0]).__name__ == "UnsupportedError":
         msg = "Unsupported parameters for (%s) module: %s" % (MODULE, msg)
     return msg
+
+
+def validate(args):
+    """The arguments validated with the module's spec, as ``ArgumentSpecValidator.validate`` would.
+
+    The validator deep-copies every parameter; thousands of manifests that are already mappings
+    (what ``resources`` must hold) are validated as an empty list and then put back as they are.
+    """
+    resources = args.get("resources")
+    plain = isinstance(resources, list) and resources and all(isinstance(r, dict) for r in resources)
+    validator = ArgumentSpecValidator(ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE)
+    validated = validator.validate(dict(args, resources=[]) if plain else args)
+    if plain and not validated.error_messages:
+        validated.validated_parameters["resources"] = resources
+    return validated
 
 
 class ActionModule(ActionBase):
@@ -65,7 +88,7 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         args = dict(self._task.args)
-        validated = ArgumentSpecValidator(ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE).validate(args)
+        validated = validate(args)
         error = validation_error(validated)
         if error:
             result.update(failed=True, msg=error)
@@ -93,14 +116,38 @@ class ActionModule(ActionBase):
             display.vvv("%s: running as a module process (%s)" % (MODULE, "; ".join(reasons)),
                         host=self._play_context.remote_addr)
             wrap_async = self._task.async_val and not self._connection.has_native_async
-            result = merge_hash(result, self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars,
-                                                             wrap_async=wrap_async))
-            if not wrap_async:
-                self._remove_tmp_path(self._connection._shell.tmpdir)
+            try:
+                module_args = self._module_args(args, params)
+                result = merge_hash(result, self._execute_module(module_name=MODULE, module_args=module_args,
+                                                                 task_vars=task_vars, wrap_async=wrap_async))
+            finally:
+                if not wrap_async:  # an async task's wrapper removes the directory when the module is done
+                    self._remove_tmp_path(self._connection._shell.tmpdir)
             return result
         display.vvv("%s: running in the controller's process" % MODULE, host=self._play_context.remote_addr)
         result.update(self._run_in_process(params, validated))
+        if self._discovered_interpreter_key:  # discovery ran here: the fact goes back, as after a module run
+            result.setdefault("ansible_facts", {})[self._discovered_interpreter_key] = self._discovered_interpreter
         return result
+
+    def _module_args(self, args, params):
+        """The module process's arguments: the manifests go in a file next to the module, not in its arguments.
+
+        The file is written to the task's remote temporary directory (private to the connection user,
+        made readable to a ``become`` user like the module itself, removed with it after the run).
+        Ansible would otherwise encode the manifests into the module's payload and the module would
+        decode, copy and validate them again (a fifth of a second at 1,000 objects).
+        """
+        resources = params.get("resources")
+        if not resources or params.get("state") == "absent":
+            return args
+        tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
+        path = self._connection._shell.join_path(tmpdir, RESOURCES_FILE)
+        self._transfer_data(path, json.dumps(resources, cls=ARGS_ENCODER, separators=(",", ":")))
+        self._fixup_perms2((path,), execute=False)
+        args = dict(args, resources_file=path)
+        args.pop("resources", None)
+        return args
 
     def _render(self, src, options, task_vars):
         """The manifests under ``src``, rendered by the manifests lookup (templates, vault, kustomize)."""
@@ -109,16 +156,39 @@ class ActionModule(ActionBase):
         return lookup.run([src], variables=task_vars, **kwargs)
 
     def _module_process_reasons(self, task_vars):
-        interpreter = task_vars.get("ansible_python_interpreter")
-        if isinstance(interpreter, str):
-            interpreter = self._templar.template(interpreter)
         enabled = task_vars.get("stacksync_in_process", True)
         if isinstance(enabled, str):
             enabled = self._templar.template(enabled)
-        return module_process_reasons(
+        reasons = task_reasons(
             getattr(self._connection, "transport", None), become=self._play_context.become,
             async_val=self._task.async_val, delegate_to=self._task.delegate_to, environment=self._task.environment,
-            interpreter=interpreter, controller_python=sys.executable, enabled=check_type_bool(enabled))
+            enabled=check_type_bool(enabled))
+        if reasons:  # the module process resolves (and if need be discovers) its interpreter itself
+            return reasons
+        interpreter, how = self._effective_interpreter(task_vars)
+        reason = interpreter_reason(interpreter, sys.executable, how)
+        return [reason] if reason else []
+
+    def _effective_interpreter(self, task_vars):
+        """The Python a module process would run under (``(path, how it was set)``), as ansible-core resolves it;
+        runs interpreter discovery, as a module run would, when it is needed and has not run for the host yet."""
+        configured, origin = C.config.get_config_value_and_origin("INTERPRETER_PYTHON", variables=task_vars)
+        if isinstance(configured, str):
+            configured = self._templar.template(configured)
+        facts = task_vars.get("ansible_facts") or {}
+        interpreter, how = effective_interpreter(
+            configured, origin, discovered=facts.get(DISCOVERED_FACT),
+            remote_is_local=bool(getattr(self._connection, "_remote_is_local", False)),
+            playbook_python=task_vars.get("ansible_playbook_python"))
+        if interpreter is None:
+            mode = (configured or "auto").strip() or "auto"
+            interpreter = discover_interpreter(action=self, interpreter_name="python", discovery_mode=mode,
+                                               task_vars=task_vars)
+            # as ActionBase._configure_module does: the module process (if any) uses it, and the fact goes back
+            task_vars.setdefault("ansible_facts", {})[DISCOVERED_FACT] = interpreter
+            self._discovered_interpreter_key = DISCOVERED_FACT
+            self._discovered_interpreter = interpreter
+        return interpreter, how
 
     def _run_in_process(self, params, validated):
         """The module's result, computed here: same checks, warnings, invocation and no_log masking."""
@@ -126,7 +196,7 @@ class ActionModule(ActionBase):
         params = json.loads(json.dumps(params, cls=ARGS_ENCODER))
         warnings = ["Both option %s and its alias %s are set." % (w["option"], w["alias"])
                     for w in getattr(validated, "_warnings", [])]
-        no_log_values = set(getattr(validated, "_no_log_values", set())) | url_credentials(params)
+        no_log_values = set(getattr(validated, "_no_log_values", set())) | credential_values(params)
         try:
             result = run_stack(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff),
                                warn=warnings.append)

@@ -117,6 +117,15 @@ options:
         environment variable (comma separated).
     type: list
     elements: str
+  request_timeout:
+    description:
+      - Seconds to wait for the API server to accept a connection and, separately, to answer a request.
+      - A request that fails (connection refused or dropped, 429, 5xx) is retried with backoff, but no new attempt
+        starts once 20 seconds have passed since its first attempt; a server that accepts connections and never
+        answers therefore fails the task after about O(request_timeout) seconds.
+      - Defaults to 30 seconds, which covers the slowest admission webhook (30 seconds at most). Can also be
+        specified via the E(K8S_AUTH_REQUEST_TIMEOUT) environment variable.
+    type: float
 notes:
   - To avoid TLS verification errors when O(validate_certs=true), the full certificate chain of the API server must
     be provided through O(ca_cert) or the kubeconfig file.

@@ -10,7 +10,11 @@ for exec / auth-provider plugins and in-cluster config); every request goes thro
 :class:`KubeClient`, which owns a single ``urllib3.PoolManager`` sized for the worker threads.
 
 Retries: 429 (honouring ``Retry-After``), 5xx and connection errors are retried with bounded
-exponential backoff. Every request we send is idempotent at the API level (server-side apply, GET,
+exponential backoff, within a time budget (``retry_budget`` seconds per request, counted from its
+first attempt): a server that accepts connections and never answers fails a run in about
+``request_timeout + retry_budget`` seconds, not minutes. Answers that a retry cannot change are
+not retried: TLS certificate rejections and the server's deterministic 500s (a body that cannot be
+converted to the object's schema: "failed to create typed patch object"). Every request we send is idempotent at the API level (server-side apply, GET,
 DELETE -- a retried DELETE may answer 404, which callers treat as "gone"; a retried create of the
 Lease may answer 409, which the lock handles).
 """
@@ -22,6 +26,7 @@ __metaclass__ = type
 import contextlib
 import json
 import random
+import re
 import threading
 import time
 
@@ -42,9 +47,24 @@ except ImportError as _e:  # pragma: no cover
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 JSON = "application/json"
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 RETRY_STATUSES = (429, 500, 502, 503, 504)
+#: request timeout (connect and read, seconds) and retry budget (seconds) unless the caller says otherwise
+DEFAULT_REQUEST_TIMEOUT = 30.0
+DEFAULT_RETRY_BUDGET = 20.0
+#: 500 answers that say the request itself is wrong (the same body gets the same answer)
+DETERMINISTIC_500 = ("failed to create typed patch object", "failed to create manager for existing fields",
+                     "failed to convert new object")
+
+
+def _deterministic(status, data):
+    """True for an error answer that a retry cannot change (see :data:`DETERMINISTIC_500`)."""
+    if status != 500 or not data:
+        return False
+    text = data[:4096].decode("utf-8", "replace")
+    return any(marker in text for marker in DETERMINISTIC_500)
 
 
 def _certificate_rejected(error):
@@ -118,7 +138,8 @@ class KubeClient:
     """
 
     def __init__(self, server, auth=None, headers=None, pool_kwargs=None, proxy=None, proxy_headers=None,
-                 impersonate_groups=None, maxsize=8, max_attempts=6, backoff=0.2, max_backoff=10.0, timeout=(10.0, 120.0)):
+                 impersonate_groups=None, maxsize=8, max_attempts=6, backoff=0.2, max_backoff=10.0,
+                 timeout=DEFAULT_REQUEST_TIMEOUT, retry_budget=DEFAULT_RETRY_BUDGET):
         self.server = server.rstrip("/")
         self._auth = auth
         self._headers = HTTPHeaderDict(headers or {})
@@ -127,12 +148,15 @@ class KubeClient:
         kwargs = dict(pool_kwargs or {})
         kwargs["maxsize"] = max(int(maxsize), 1)
         kwargs["block"] = True
-        kwargs["timeout"] = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+        connect, read = timeout if isinstance(timeout, (tuple, list)) else (timeout, timeout)
+        kwargs["timeout"] = urllib3.Timeout(connect=float(connect), read=float(read))
         if proxy:
             self._pool = urllib3.ProxyManager(proxy, proxy_headers=proxy_headers, **kwargs)
         else:
             self._pool = urllib3.PoolManager(**kwargs)
         self.max_attempts = max_attempts
+        self.retry_budget = float(retry_budget)
+        self.clock = time.monotonic
         self.backoff = backoff
         self.max_backoff = max_backoff
         self._lock = threading.Lock()
@@ -175,6 +199,7 @@ class KubeClient:
             headers["Content-Type"] = content_type
             data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode("utf-8")
         attempt = 0
+        started = self.clock()
         while True:
             attempt += 1
             self._count(method)
@@ -185,12 +210,13 @@ class KubeClient:
                 if _certificate_rejected(e):  # not transient: retrying only delays the same answer
                     raise ApiError(0, "TLSError", "%s %s: the server's TLS certificate was rejected (check ca_cert / "
                                    "validate_certs): %s" % (method, path, _safe(e)), None, method, path) from None
-                if attempt >= self.max_attempts:
-                    raise ApiError(0, "ConnectionError", "%s %s: %s" % (method, path, _safe(e)), None, method, path) from None
+                if not self._may_retry(attempt, started):
+                    raise ApiError(0, "ConnectionError", "%s %s: %s%s" % (method, path, _safe(e), self._gave_up(attempt, started)),
+                                   None, method, path) from None
                 self._pause(attempt, None)
                 continue
             status = resp.status
-            if status in RETRY_STATUSES and attempt < self.max_attempts:
+            if status in RETRY_STATUSES and self._may_retry(attempt, started) and not _deterministic(status, resp.data):
                 self._pause(attempt, resp.headers.get("Retry-After"))
                 continue
             if raw:
@@ -204,6 +230,13 @@ class KubeClient:
                 except (ValueError, UnicodeDecodeError):
                     raise ApiError(status, "BadResponse", "response is not JSON", None, method, path) from None
             return (status, decoded) if with_status else decoded
+
+    def _may_retry(self, attempt, started):
+        """Another attempt is allowed: attempts left and the request's retry budget not spent."""
+        return attempt < self.max_attempts and self.clock() - started < self.retry_budget
+
+    def _gave_up(self, attempt, started):
+        return " (gave up after %d attempt(s) in %.0fs)" % (attempt, self.clock() - started)
 
     def _pause(self, attempt, retry_after):
         with self._lock:
@@ -294,7 +327,11 @@ def quote_name(name):
     return quote(name, safe="")
 
 
+#: ``scheme://userinfo@`` anywhere in a text (a proxy or server URL inside an exception message).
+_USERINFO_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+
+
 def _safe(exc):
-    """A connection error message without URL credentials."""
-    text = str(exc)
+    """A connection error message without URL credentials (``user:password@`` masked), at most 300 characters."""
+    text = _USERINFO_RE.sub(r"\1********@", str(exc))
     return text[:300]

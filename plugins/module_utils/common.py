@@ -64,6 +64,53 @@ def url_credentials(params):
     return found
 
 
+#: keys of a kubeconfig (given as a mapping) whose values are credentials
+KUBECONFIG_SECRET_KEYS = frozenset(["token", "password", "client-key-data", "access-token", "refresh-token",
+                                    "id-token", "client-secret", "idp-certificate-authority-data", "secret"])
+MASK = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+
+
+def kubeconfig_secrets(value):
+    """The credentials inside a kubeconfig given as a mapping (tokens, passwords, keys, auth-provider
+    tokens, ``exec`` environment values): masked like no_log values wherever they would appear."""
+    found = set()
+
+    def walk(node, secret_env=False):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if isinstance(v, str) and v and (k in KUBECONFIG_SECRET_KEYS or (secret_env and k == "value")):
+                    found.add(v)
+                else:
+                    walk(v, secret_env or k == "env")
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, secret_env)
+
+    if isinstance(value, dict):
+        walk(value)
+    return found
+
+
+def _mask_kubeconfig(value):
+    """A copy of a kubeconfig mapping with its credentials replaced by the no_log marker."""
+    secrets = kubeconfig_secrets(value)
+
+    def mask(node):
+        if isinstance(node, dict):
+            return dict((k, mask(v)) for k, v in node.items())
+        if isinstance(node, list):
+            return [mask(v) for v in node]
+        return MASK if isinstance(node, str) and node in secrets else node
+
+    return mask(value)
+
+
+def credential_values(params):
+    """Every credential inside the options that are not no_log themselves: URL user info
+    (``host``, ``proxy``) and the secrets of a kubeconfig given as a mapping."""
+    return url_credentials(params) | kubeconfig_secrets(params.get("kubeconfig"))
+
+
 def safe_params(params, argument_spec):
     """``params`` as logged and returned under ``invocation``: manifests summarized
     (:func:`summarize_resources`), URL credentials and no_log options masked."""
@@ -73,9 +120,11 @@ def safe_params(params, argument_spec):
     for name in URL_OPTIONS:
         if name in params:
             params[name] = redact_url_credentials(params[name])
+    if isinstance(params.get("kubeconfig"), dict):
+        params["kubeconfig"] = _mask_kubeconfig(params["kubeconfig"])
     for name, spec in argument_spec.items():
         if spec.get("no_log") and params.get(name) is not None:
-            params[name] = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+            params[name] = MASK
     return params
 
 
@@ -89,8 +138,8 @@ class StackModule(AnsibleModule):
 
     def __init__(self, *args, **kwargs):
         super(StackModule, self).__init__(*args, **kwargs)
-        # URL credentials are masked wherever they would appear (messages, results), like no_log values.
-        self.no_log_values.update(url_credentials(self.params))
+        # URL and kubeconfig credentials are masked wherever they would appear (messages, results), like no_log values.
+        self.no_log_values.update(credential_values(self.params))
 
     def _safe_params(self):
         return safe_params(self.params, self.argument_spec)

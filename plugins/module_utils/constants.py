@@ -17,6 +17,12 @@ CHECKSUM_ANNOTATION = DOMAIN + "/checksum"
 OWNER_ANNOTATION = DOMAIN + "/owner"
 #: Annotation: opt-out; an object carrying ``"true"`` is neither applied nor pruned.
 IGNORE_ANNOTATION = DOMAIN + "/ignore"
+#: Annotation: ``disabled`` -- applied while in git, never deleted once removed from it (Flux's
+#: ``kustomize.toolkit.fluxcd.io/prune: disabled``).
+PRUNE_ANNOTATION = DOMAIN + "/prune"
+#: Annotation: how the object is applied -- ``merge`` (others' fields are kept, nothing is taken
+#: over) or ``if-not-present`` (created when missing, never changed after: bootstrap Secrets).
+SSA_ANNOTATION = DOMAIN + "/ssa"
 #: Annotation: delete and recreate the object when an apply hits an immutable field.
 RECREATE_ANNOTATION = DOMAIN + "/recreate-on-immutable"
 #: Annotation the manifests lookup sets to say where a manifest came from ("path#document").
@@ -26,3 +32,5 @@ SOURCE_ANNOTATION = DOMAIN + "/source"
 RECORD_LABEL = DOMAIN + "/record-of"
 
 DEFAULT_FIELD_MANAGER = "stacksync"
+#: Our own metadata, stamped on every object and left out of its checksum.
+STAMPED_KEYS = (STACK_LABEL, CHECKSUM_ANNOTATION, OWNER_ANNOTATION, SOURCE_ANNOTATION)

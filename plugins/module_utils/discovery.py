@@ -65,13 +65,19 @@ class UnknownKind(Exception):
     pass
 
 
-def parse_aggregated(doc):
-    """Resources from an ``APIGroupDiscoveryList``: ``[ResourceInfo]`` (versions in preference order)."""
+def parse_aggregated(doc, failed=None):
+    """Resources from an ``APIGroupDiscoveryList``: ``[ResourceInfo]`` (versions in preference order).
+
+    Group-versions the server marks ``freshness: Stale`` (an aggregated API server that did not
+    answer) are added to the set ``failed`` as ``group/version``, if given.
+    """
     out = []
     for group_doc in doc.get("items") or []:
         group = (group_doc.get("metadata") or {}).get("name") or ""
         for ver in group_doc.get("versions") or []:
             version = ver.get("version")
+            if failed is not None and ver.get("freshness") == "Stale":
+                failed.add("%s/%s" % (group, version) if group else version)
             for res in ver.get("resources") or []:
                 kind = (res.get("responseKind") or {}).get("kind")
                 if not kind or "/" in (res.get("resource") or "/"):
@@ -96,8 +102,10 @@ def parse_resource_list(group, version, doc):
 class DiscoveryIndex:
     """Pure index over a list of :class:`ResourceInfo` (in preference order per group)."""
 
-    def __init__(self, resources):
+    def __init__(self, resources, failed=()):
         self.resources = list(resources)
+        #: group-versions discovery could not read (unavailable aggregated APIs): their kinds are unknown
+        self.failed = frozenset(failed)
         self._by_gk = {}
         for info in self.resources:
             versions = self._by_gk.setdefault((info.group, info.kind), [])
@@ -133,8 +141,12 @@ class DiscoveryIndex:
         return [[*r[:5], list(r.verbs)] for r in self.resources]
 
     @classmethod
-    def from_json(cls, data):
-        return cls(ResourceInfo(r[0], r[1], r[2], r[3], bool(r[4]), tuple(r[5])) for r in data)
+    def from_json(cls, data, failed=()):
+        return cls((ResourceInfo(r[0], r[1], r[2], r[3], bool(r[4]), tuple(r[5])) for r in data), failed)
+
+    def same_as(self, other):
+        """True if ``other`` knows exactly the same resources (and the same failures)."""
+        return other is not None and self.to_json() == other.to_json() and self.failed == other.failed
 
 
 class Discovery:
@@ -165,7 +177,7 @@ class Discovery:
                 data = json.load(f)
             if time.time() - data.get("time", 0) > self.ttl:
                 return None
-            return DiscoveryIndex.from_json(data["resources"])
+            return DiscoveryIndex.from_json(data["resources"], data.get("failed") or ())
         except (IOError, OSError, ValueError, KeyError, TypeError, IndexError):
             return None
 
@@ -179,7 +191,8 @@ class Discovery:
                 os.makedirs(directory)
             fd, tmp = tempfile.mkstemp(dir=directory, prefix=".stacksync-discovery")
             with os.fdopen(fd, "w") as f:
-                json.dump({"time": time.time(), "server": self.client.server, "resources": index.to_json()}, f)
+                json.dump({"time": time.time(), "server": self.client.server, "resources": index.to_json(),
+                           "failed": sorted(index.failed)}, f)
             os.rename(tmp, path)
         except (IOError, OSError):
             pass
@@ -193,6 +206,7 @@ class Discovery:
     def _fetch(self):
         self.fetches += 1
         resources = []
+        failed = set()
         aggregated = True
         for path in ("/api", "/apis"):
             status, headers, data = self.client.request("GET", path, accept=AGGREGATED_ACCEPT, raw=True)
@@ -203,9 +217,9 @@ class Discovery:
             if "apidiscovery.k8s.io" not in ctype or doc.get("kind") not in (None, "APIGroupDiscoveryList"):
                 aggregated = False
                 break
-            resources.extend(parse_aggregated(doc))
+            resources.extend(parse_aggregated(doc, failed))
         if aggregated:
-            return DiscoveryIndex(resources)
+            return DiscoveryIndex(resources, failed)
         return self._fetch_legacy()
 
     def _fetch_legacy(self):
@@ -220,16 +234,19 @@ class Discovery:
             group, version = gv
             path = "/apis/%s/%s" % (group, version) if group else "/api/" + version
             try:
-                return parse_resource_list(group, version, self.client.get(path))
+                return parse_resource_list(group, version, self.client.get(path)), None
             except ApiError as e:
-                if e.status in (404, 503):  # an unavailable aggregated API: skip it, like kubectl
-                    return []
+                if e.status in (404, 503):  # an unavailable aggregated API: its kinds are unknown, like kubectl
+                    return [], "%s/%s" % (group, version) if group else version
                 raise
 
         resources = []
-        for chunk in self._map(fetch, group_versions):
+        failed = set()
+        for chunk, problem in self._map(fetch, group_versions):
             resources.extend(chunk)
-        return DiscoveryIndex(resources)
+            if problem:
+                failed.add(problem)
+        return DiscoveryIndex(resources, failed)
 
     @property
     def index(self):
@@ -248,6 +265,18 @@ class Discovery:
         self.from_cache = False
         self._save_cache(self._index)
         return self._index
+
+    def fresh(self):
+        """The index as the server says it now: read again if it came from the disk cache.
+
+        Every deletion is decided on this, never on the cache: a kind created since the cache was
+        written is invisible in it. Returns ``(index, changed)``: ``changed`` if the cache differed.
+        """
+        if not self.from_cache and self._index is not None:
+            return self._index, False
+        cached = self._index
+        index = self.refresh()
+        return index, cached is not None and not index.same_as(cached)
 
     def invalidate(self):
         """After a failed run that used the disk cache: drop it, so the next run reads discovery afresh."""

@@ -7,7 +7,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 from collections import namedtuple
+
+#: hex digits of :func:`identity_digest` (64 bits: no collision among millions of objects)
+DIGEST_LENGTH = 16
 
 
 class ObjectId(namedtuple("ObjectId", ["group", "kind", "namespace", "name"])):
@@ -61,3 +65,9 @@ def object_id(manifest, namespace=None):
     meta = manifest.get("metadata") or {}
     ns = meta.get("namespace") or "" if namespace is None else namespace
     return ObjectId(group_of(manifest.get("apiVersion")), manifest.get("kind"), ns or "", meta.get("name"))
+
+
+def identity_digest(oid):
+    """Short SHA-256 of an identity: what a stack's record lists for each object it declares."""
+    text = "\n".join([oid.group, oid.kind, oid.namespace, oid.name])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:DIGEST_LENGTH]

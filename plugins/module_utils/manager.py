@@ -1,74 +1,50 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, stacksync.k8s contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The sync engine: ``StackManager(client, stack, ...).sync(resources) -> ChangeSet``.
+"""The sync engine: ``StackManager(client, stack, **options).sync(resources) -> ChangeSet``.
 
-One verb per step, in this order (fluxcd/pkg ssa's ResourceManager is the model):
-
-1. **prepare** -- validate every manifest, resolve identity and scope through discovery (or a CRD
-   in the same stack), reject unknown kinds and duplicates, compute checksums and stamp the stack
-   label, checksum and owner mark. Nothing is written if this fails.
-2. **observe** -- read the record and list, per group/kind in (recorded | desired), the objects
-   carrying the stack label (one paginated list per kind, all namespaces). These lists serve both
-   the no-op fast path and pruning.
-3. **plan** -- per desired object: ``unchanged`` (live has the desired checksum and no field we
-   apply drifted) or to apply; prune candidates (:func:`.plan.prune_decision`).
-4. If the plan writes nothing, return: a no-op costs discovery + record + lists, zero writes, and
-   takes no lock. Otherwise take the stack's Lease, observe and plan again under it, **widen** the
-   record's group/kinds, **apply** stage by stage (parallel within a stage; CRDs Established and
-   discovery refreshed before custom resources), **wait** if asked, **prune** in reverse stage
-   order only if every apply succeeded, and **narrow** the record.
-
-Check mode runs 1-3 and server-side dry-runs the applies; it writes nothing and takes no lock.
+A thin sequencer of one verb per module (fluxcd/pkg ssa's ResourceManager is the model; see
+docs/architecture.md): **prepare** (:mod:`.prepare`), **observe** (:mod:`.observe`), **plan**
+(:mod:`.plan`: the applies and the prune plan, on fresh discovery with the facts :mod:`.prune`
+reads; shared by ``sync``, check mode, ``stack_info`` and ``state: absent``), then **execute**:
+nothing if the plan writes nothing (no lock, no write); else under the stack's Lease plan again,
+widen the record, **apply** (:mod:`.apply`), **wait** (:mod:`.wait`), **prune** (:mod:`.prune`)
+only if every apply succeeded, narrow the record. Check mode executes with server-side dry runs.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import time
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.stacksync.k8s.plugins.module_utils import plan as planner
+from ansible_collections.stacksync.k8s.plugins.module_utils import changeset as C
+from ansible_collections.stacksync.k8s.plugins.module_utils import plan as P
+from ansible_collections.stacksync.k8s.plugins.module_utils.apply import Applier, ApplyError, foreign_owned, shared_objects
+from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import ChangeSet
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
-    CHECKSUM_ANNOTATION,
-    DEFAULT_FIELD_MANAGER,
-    STACK_LABEL,
+from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
+from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LeaseLock, LockError
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, owned_by, stack_checksum
+from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Observer
+from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, StackOptions
+from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import PrepareError, prepare, stamp_all
+from ansible_collections.stacksync.k8s.plugins.module_utils.prune import Pruner
+from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
+    RecordError,
+    StackKey,
+    StackRecord,
+    now_rfc3339,
+    record_fields,
+    record_would_change,
 )
-from ansible_collections.stacksync.k8s.plugins.module_utils.diff import in_sync, object_diff
-from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery, ResourceInfo, UnknownKind
-from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str, split_api_version
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
-    ManifestError,
-    checksum,
-    describe,
-    is_ignored,
-    is_secret,
-    label,
-    live_identity,
-    normalize_secret,
-    origin,
-    owned_by,
-    resolve_identity,
-    size_problem,
-    source_of,
-    stack_checksum,
-    stamp,
-    strip_source,
-    valid_label_value,
-    validate_manifest,
-    wants_recreate,
-)
-from ansible_collections.stacksync.k8s.plugins.module_utils.record import LeaseLock, LockError, StackKey, StackRecord, now_rfc3339
-from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, compile_conditions, is_ready
+from ansible_collections.stacksync.k8s.plugins.module_utils.report import stack_report
+from ansible_collections.stacksync.k8s.plugins.module_utils.wait import wait_for
 
-ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
-#: page size of the label-selected lists of one stack's objects (kubectl pages by 500; these lists
-#: are read whole anyway, so bigger pages only save round trips)
-LIST_PAGE_SIZE = 1000
-#: first delay (seconds) when polling for CRDs to be Established; doubles up to ``poll_interval``
-FIRST_POLL_DELAY = 0.05
+#: errors of the steps that end a run with a StackError
+RUN_ERRORS = (ApiError, LockError, RecordError, ApplyError)
 
 
 class StackError(Exception):
@@ -79,132 +55,55 @@ class StackError(Exception):
         self.changeset = changeset
 
 
-class Desired:
-    """One desired object after preparation."""
+class Plan:
+    """What a run would do: the snapshot it was made on, the applies, the prune plan (None: no prune)."""
 
-    __slots__ = ("checksum", "from_crd", "ignored", "index", "info", "manifest", "oid", "recreate", "source")
-
-    def __init__(self, oid, info, manifest, index, from_crd=False, source=None):
-        self.oid = oid
-        self.info = info
-        self.manifest = manifest
-        self.checksum = None
-        self.ignored = is_ignored(manifest)
-        self.recreate = wants_recreate(manifest)
-        self.index = index
-        self.from_crd = from_crd
-        self.source = source  # the lookup's "path#document", for messages (the annotation is stripped)
-
-
-def _named(d):
-    """``Kind ns/name``, with the file it came from when the lookup said so."""
-    return "%s (from %s)" % (d.oid, d.source) if d.source else str(d.oid)
-
-
-def _ref(oid, api_version, **extra):
-    out = {"apiVersion": api_version, "kind": oid.kind, "namespace": oid.namespace or None, "name": oid.name}
-    out.update(extra)
-    return out
-
-
-class ChangeSet:
-    """What a run did (or would do, in check mode)."""
-
-    def __init__(self):
-        self.applied = []
-        self.pruned = []
-        self.skipped = []
-        self.warnings = []
-        self.errors = []
-        self.diff = []
-        self.checksum = None
-        self.check_mode = False
-
-    def warn(self, message):
-        if message not in self.warnings:
-            self.warnings.append(message)
+    def __init__(self, snap, to_apply, unchanged, ignored, prune):
+        self.snap = snap
+        self.to_apply = to_apply
+        self.unchanged = unchanged
+        self.ignored = ignored
+        self.prune = prune
+        self.final = False  # the prune plan has its facts (see StackManager.finalize)
 
     @property
-    def counts(self):
-        counts = dict(created=0, configured=0, unchanged=0, pruned=len(self.pruned), skipped=len(self.skipped))
-        for item in self.applied:
-            counts[item["action"]] = counts.get(item["action"], 0) + 1
-        return counts
+    def deletes(self):
+        return bool(self.prune is not None and (self.prune.candidates or self.prune.releases))
 
-    @property
-    def changed(self):
-        return bool(self.pruned) or any(i["action"] != "unchanged" for i in self.applied)
-
-    def result(self):
-        """The module's return values. Skipped objects go under ``skipped_objects``: Ansible reads a
-        true ``skipped`` key as "this task was skipped". Warnings are emitted with ``module.warn()``."""
-        return dict(changed=self.changed, applied=self.applied, pruned=self.pruned, skipped_objects=self.skipped,
-                    checksum=self.checksum, counts=self.counts)
-
-
-class Snapshot:
-    """What observe() read: our live objects by identity, other stacks' claims, unverifiable kinds."""
-
-    def __init__(self):
-        self.ours = {}  # ObjectId -> (info, live object) carrying our stack label
-        self.others = {}  # ObjectId -> other stack name (only for desired identities)
-        self.unverified = set()  # (group, kind) we could not list completely
-        self.partial_namespaces = {}  # (group, kind) -> namespaces we could list instead
+    def staying_kinds(self):
+        """Group/kinds of the stack's live objects the prune plan leaves in place."""
+        going = self.prune.ids if self.prune is not None else set()
+        return set(oid.group_kind for oid, (_i, obj) in self.snap.ours.items() if oid not in going)
 
 
 class StackManager:
     """Converge one stack. See the module documentation for the meaning of every option."""
 
-    def __init__(self, client, stack, namespace="default", field_manager=DEFAULT_FIELD_MANAGER,
-                 force_conflicts=True, prune=True, propagation_policy="Background", allow_empty=False,
-                 fail_on_shared=False, recreate_on_immutable=False, record_namespace="kube-system", commit=None,
-                 phase="all", concurrency=16, full_prune_scan=False, check_mode=False, diff=False, wait=False,
-                 wait_timeout=300, wait_conditions=None, discovery=None, discovery_cache_dir=None,
-                 lock_timeout=300, lease_duration=60, crd_timeout=60, poll_interval=1.0, log=None):
-        if not isinstance(stack, str) or not stack or not valid_label_value(stack):
-            raise StackError("stack name %r is not a valid label value (1-63 characters: letters, digits, '-', '_', "
-                             "'.', beginning and ending with a letter or digit)" % (stack,))
+    def __init__(self, client, stack, discovery=None, log=None, opts=None, **options):
+        try:
+            self.opts = opts or StackOptions(stack, **options)
+        except OptionError as e:
+            raise StackError(str(e)) from None
         self.client = client
         self.stack = stack
-        self.namespace = namespace or "default"
-        self.field_manager = field_manager
-        self.force = force_conflicts
-        self.prune_enabled = prune
-        self.propagation_policy = propagation_policy
-        self.allow_empty = allow_empty
-        self.fail_on_shared = fail_on_shared
-        self.recreate_on_immutable = recreate_on_immutable
-        self.record_namespace = record_namespace
-        self.commit = commit
-        self.phase = phase
-        self.concurrency = max(int(concurrency), 1)
-        self.full_prune_scan = full_prune_scan
-        self.check_mode = check_mode
-        self.want_diff = diff
-        self.wait = wait
-        self.wait_timeout = wait_timeout
-        self.wait_rules = compile_conditions(wait_conditions)
-        self.lock_timeout = lock_timeout
-        self.lease_duration = lease_duration
-        self.crd_timeout = crd_timeout
-        self.poll_interval = poll_interval
         self.log = log or (lambda msg: None)
         self._pool = None
-        self.discovery = discovery or Discovery(client, cache_dir=discovery_cache_dir, executor_map=self._map)
-        self.record = StackRecord(client, record_namespace, stack, field_manager)
-        self.key_store = StackKey(client, record_namespace, stack, field_manager)
         self._key = None
-        self._crds_ready = False
-        self._new_namespaces = set()
-        self._dry_run_notes = []
+        self._lock = None  # the LeaseLock while a run writes
+        self._changeset = None  # the ChangeSet of the attempt under way
+        self.discovery = discovery or Discovery(client, cache_dir=self.opts.discovery_cache_dir, executor_map=self._map)
+        self.record = StackRecord(client, self.opts.record_namespace, stack, self.opts.field_manager)
+        self.key_store = StackKey(client, self.opts.record_namespace, stack, self.opts.field_manager)
+        self.observer = Observer(client, self.discovery, self.record, self.opts, self._map)
+        self.pruner = Pruner(client, self.discovery, self.record, self.opts, self._map, self._ensure_lock)
 
     # -- helpers ------------------------------------------------------------------------------
     def _map(self, fn, items):
         items = list(items)
-        if len(items) <= 1 or self.concurrency == 1:
+        if len(items) <= 1 or self.opts.concurrency == 1:
             return [fn(i) for i in items]
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.concurrency)
+            self._pool = ThreadPoolExecutor(max_workers=self.opts.concurrency)
         return list(self._pool.map(fn, items))
 
     def close(self):
@@ -212,77 +111,44 @@ class StackManager:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    # -- 1. prepare ---------------------------------------------------------------------------
-    def prepare(self, resources, changeset):
-        """Validate and resolve ``resources``; returns ``[Desired]`` (raises StackError, writes nothing)."""
-        if resources is None:
-            resources = []
-        if not isinstance(resources, list):
-            raise StackError("resources must be a list of manifests")
-        manifests = []
-        errors = []
-        for i, raw in enumerate(resources):
-            if raw is None:
-                continue  # empty YAML document
+    def _ensure_lock(self):
+        """Stop before a write if the run no longer holds the stack's Lease."""
+        if self._lock is not None:
+            self._lock.ensure()
+
+    @contextlib.contextmanager
+    def _locked(self):
+        with LeaseLock(self.client, self.opts.record_namespace, self.stack, duration=self.opts.lease_duration,
+                       timeout=self.opts.lock_timeout) as lock:
+            self._lock = lock
             try:
-                validate_manifest(raw, i)
-            except ManifestError as e:
-                errors.append(str(e))
-                continue
-            # the source annotation never reaches the cluster or the checksum, but names the file in errors
-            manifests.append((i, source_of(raw), strip_source(raw)))
-        if errors:
-            raise StackError("invalid manifests: " + "; ".join(errors[:20]))
+                yield lock
+            finally:
+                self._lock = None
 
-        # kinds defined by CRDs in this same stack (served once the CRD is Established)
-        crd_kinds = {}
-        for _index, _source, m in manifests:
-            if m.get("kind") == "CustomResourceDefinition" and split_api_version(m["apiVersion"])[0] == "apiextensions.k8s.io":
-                spec = m.get("spec") or {}
-                names = spec.get("names") or {}
-                for ver in spec.get("versions") or []:
-                    if ver.get("served", True) and names.get("kind") and names.get("plural"):
-                        crd_kinds[(spec.get("group"), names["kind"], ver.get("name"))] = ResourceInfo(
-                            spec.get("group"), ver.get("name"), names["kind"], names["plural"],
-                            spec.get("scope", "Namespaced") == "Namespaced", ALL_VERBS)
+    @contextlib.contextmanager
+    def _run(self, changeset):
+        """Turn the steps' errors into a StackError carrying the run's changeset (``self._changeset``, which a
+        locked attempt replaces); drop a discovery cache that may be stale."""
+        self._changeset = changeset
+        try:
+            yield
+        except RUN_ERRORS as e:
+            self.discovery.invalidate()
+            raise StackError(str(e), self._changeset) from None
+        except StackError as e:
+            self.discovery.invalidate()  # a stale cached kind may be why it failed
+            e.changeset = e.changeset or self._changeset
+            raise
+        finally:
+            self.close()
 
-        desired = []
-        seen = {}
-        for i, src, m in manifests:
-            group, version = split_api_version(m["apiVersion"])
-            kind = m["kind"]
-            from_crd = False
-            info = self.discovery.index.lookup(group, kind, version)
-            if info is None and (group, kind, version) in crd_kinds:
-                info, from_crd = crd_kinds[(group, kind, version)], True
-            if info is None:
-                try:
-                    info = self.discovery.resolve(group, kind, version)
-                except UnknownKind as e:
-                    errors.append("%s: %s" % (describe(m, i, src), e))
-                    continue
-            if not info.can("patch"):
-                errors.append("%s: the API does not allow server-side apply (patch) on %s" % (describe(m, i, src),
-                                                                                              info.plural))
-                continue
-            what = describe(m, i, src)  # before resolve_identity fills in the default namespace
-            oid, warning = resolve_identity(m, info, self.namespace)
-            if warning:
-                changeset.warn("%s (%s)" % (warning, origin(i, src)))
-            if oid in seen:
-                errors.append("duplicate object %s (%s and %s)" % (oid, origin(*seen[oid]), origin(i, src)))
-                continue
-            seen[oid] = (i, src)
-            if is_secret(oid):
-                normalize_secret(m)
-            too_large = size_problem(m, oid)
-            if too_large:
-                errors.append("%s: %s" % (what, too_large))
-                continue
-            desired.append(Desired(oid, info, m, i, from_crd, src))
-        if errors:
-            raise StackError("cannot sync stack %r: %s" % (self.stack, "; ".join(errors[:20])))
-        return desired
+    @staticmethod
+    def _fresh(changeset):
+        """A new ChangeSet for the locked attempt, with the warnings of the first."""
+        out = ChangeSet()
+        out.warnings = list(changeset.warnings)
+        return out
 
     def _load_key(self, desired, create):
         if not any(is_secret(d.oid) for d in desired):
@@ -293,595 +159,195 @@ class StackManager:
                 self._key = self.key_store.create()
         return self._key
 
-    def _stamp(self, desired, key):
-        """Compute checksums and stamp our metadata (Secrets keyed; without a key they can't match)."""
-        for d in desired:
-            if is_secret(d.oid):
-                d.checksum = checksum(d.manifest, d.oid, key or b"no key yet: never matches live")
-            else:
-                d.checksum = checksum(d.manifest, d.oid)
-            stamp(d.manifest, self.stack, d.oid, d.checksum)
+    # -- the verbs ----------------------------------------------------------------------------
+    def prepare(self, resources, changeset):
+        """Validate and resolve ``resources``: ``[Desired]`` (raises StackError, writes nothing)."""
+        try:
+            return prepare(resources, self.discovery, self.opts, changeset.warn)
+        except PrepareError as e:
+            raise StackError(str(e)) from None
 
-    # -- 2. observe ---------------------------------------------------------------------------
-    def _list_infos(self, desired):
-        """Resource (version) to list per group/kind: recorded | desired, or everything listable."""
-        infos = {}
-        for d in desired:
-            if not d.from_crd:
-                infos.setdefault(d.oid.group_kind, d.info)
-        if self.full_prune_scan:
-            for info in self.discovery.index.listable():
-                infos.setdefault(info.group_kind, info)
-        for gk in self.record.group_kinds:
-            if gk not in infos:
-                info = self.discovery.index.lookup(gk[0], gk[1])
-                if info is not None:
-                    infos[gk] = info
-        return infos
+    def plan(self, desired, changeset, pruning, final=True):
+        """Observe and plan; when anything would be deleted, on fresh discovery and (``final``) with the
+        prune facts. A plan that is not final may delete less once they are read (:meth:`finalize`)."""
+        keep = len(changeset.warnings)
+        plan = self._plan(desired, self.observer.observe(desired, changeset), pruning)
+        if not plan.deletes:
+            return plan
+        index, changed = self.discovery.fresh()
+        if changed:  # the cached index was stale: what it said about scopes and kinds cannot be trusted
+            for d in desired:
+                info = index.lookup(d.oid.group, d.oid.kind, d.info.version)
+                if not d.from_crd and (info is None or info.namespaced != d.info.namespaced):
+                    raise StackError("the cluster's API changed while the run started (%s); nothing was written, "
+                                     "run again" % group_kind_str(*d.oid.group_kind), changeset)
+            changeset.reset(keep)
+            plan = self._plan(desired, self.observer.observe(desired, changeset), pruning)
+        return self.finalize(desired, plan) if final else plan
 
-    def _list(self, info, selector, namespaces=None):
-        if namespaces is None or not info.namespaced:
-            return self.client.list(info.collection_path(None), label_selector=selector, limit=LIST_PAGE_SIZE)
-        items = []
-        for ns in namespaces:
-            items.extend(self.client.list(info.collection_path(ns), label_selector=selector, limit=LIST_PAGE_SIZE))
-        return items
+    def finalize(self, desired, plan):
+        """The prune plan with its facts: what other stacks declare, what Namespaces / CRDs hold."""
+        if plan.deletes and not plan.final:
+            declared, contents = self.pruner.facts(plan.prune)
+            plan.prune = P.prune_plan(plan.snap.ours, self.stack, set(d.oid for d in desired),
+                                      set(d.checksum for d in desired), declared, contents)
+        plan.final = True
+        return plan
 
-    def observe(self, desired, changeset):
-        snap = Snapshot()
-        self.record.load()
-        infos = self._list_infos(desired)
-        desired_ns = sorted(set(d.oid.namespace for d in desired if d.oid.namespace))
-        selector = "%s=%s" % (STACK_LABEL, self.stack)
-
-        def fetch(info):
-            try:
-                if not info.can("list"):
-                    return info, None, "the API does not allow listing %s" % info.plural
-                return info, self._list(info, selector), None
-            except ApiError as e:
-                if e.is_not_found:
-                    return info, [], None  # kind no longer served: nothing of it left
-                if e.is_forbidden and info.namespaced and desired_ns:
-                    try:
-                        return info, self._list(info, selector, desired_ns), "partial"
-                    except ApiError as e2:
-                        return info, None, str(e2)
-                return info, None, str(e)
-
-        for info, items, problem in self._map(fetch, sorted(infos.values())):
-            gk = info.group_kind
-            if problem == "partial":
-                snap.unverified.add(gk)
-                snap.partial_namespaces[gk] = desired_ns
-                changeset.warn("cannot list %s in all namespaces (only in %s): its objects elsewhere are not "
-                               "checked or pruned" % (group_kind_str(*gk), ", ".join(desired_ns)))
-            elif problem:
-                snap.unverified.add(gk)
-                changeset.warn("cannot list %s (%s): its objects are not checked or pruned" % (group_kind_str(*gk), problem))
-                continue
-            for obj in items:
-                snap.ours[live_identity(obj, info)] = (info, obj)
-
-        # desired objects we did not find: are they claimed by another stack?
-        missing = {}
-        for d in desired:
-            if d.oid not in snap.ours and not d.from_crd and d.oid.group_kind not in snap.unverified:
-                missing.setdefault(d.oid.group_kind, (d.info, set()))[1].add(d.oid)
-        if missing:
-            other_selector = "%s,%s!=%s" % (STACK_LABEL, STACK_LABEL, self.stack)
-
-            def fetch_others(entry):
-                info, oids = entry
-                try:
-                    found = []
-                    for obj in self._list(info, other_selector):
-                        oid = live_identity(obj, info)
-                        if oid in oids:
-                            found.append((oid, label(obj, STACK_LABEL)))
-                    return found
-                except ApiError:
-                    return []  # only used for a warning / fail_on_shared; the apply still happens
-
-            for found in self._map(fetch_others, list(missing.values())):
-                for oid, other in found:
-                    snap.others[oid] = other
-        return snap
-
-    # -- 3. plan ------------------------------------------------------------------------------
-    def plan(self, desired, snap, changeset, pruning):
-        """``(to_apply, prune_candidates)``; fills unchanged / skipped entries of ``changeset``."""
-        to_apply = []
-        for d in desired:
-            live = snap.ours.get(d.oid, (None, None))[1]
-            if d.ignored or (live is not None and is_ignored(live)):
-                changeset.skipped.append(_ref(d.oid, d.manifest["apiVersion"], reason="ignore annotation set"))
-                continue
-            if live is not None and in_sync(d.manifest, live, CHECKSUM_ANNOTATION):
-                changeset.applied.append(_ref(d.oid, d.manifest["apiVersion"], action="unchanged"))
-                continue
-            to_apply.append(d)
-        candidates = []
+    def _plan(self, desired, snap, pruning):
+        to_apply, unchanged, ignored = P.apply_plan(desired, snap.ours, self.opts.field_manager, self.opts.takeover)
+        prune = None
         if pruning:
-            desired_ids = set(d.oid for d in desired)
-            desired_sums = set(d.checksum for d in desired)
-            for oid, (info, obj) in sorted(snap.ours.items()):
-                reason = planner.prune_decision(obj, oid, self.stack, desired_ids, desired_sums)
-                if reason is None:
-                    if not info.can("delete"):
-                        reason = "the API does not allow deleting %s" % info.plural
-                    else:
-                        candidates.append((oid, info, obj))
-                        continue
-                if reason == "still desired":
-                    continue
-                changeset.skipped.append(_ref(oid, obj.get("apiVersion") or info.api_version, reason=reason))
-        return to_apply, candidates
+            prune = P.prune_plan(snap.ours, self.stack, set(d.oid for d in desired), set(d.checksum for d in desired))
+        return Plan(snap, to_apply, unchanged, ignored, prune)
 
-    def _shared(self, desired, snap, changeset):
-        shared = [(d, snap.others[d.oid]) for d in desired if d.oid in snap.others and not d.ignored]
-        if shared and self.fail_on_shared:
-            raise StackError("objects belong to other stacks (fail_on_shared is set): " + "; ".join(
-                "%s (stack %r)" % (_named(d), other) for d, other in shared[:20]))
-        for d, other in shared:
-            changeset.warn("%s belonged to stack %r; stack %r takes it over" % (_named(d), other, self.stack))
+    def _check_budget(self, desired, plan):
+        """Fail before any write if the plan deletes more than ``max_prune`` allows (facts read only when
+        the plan without them is over budget: they can only take candidates away)."""
+        if plan.prune is None or not plan.prune.candidates or (not desired and self.opts.allow_empty):
+            return  # an empty set with allow_empty, and state=absent, delete the stack on purpose
+        problem = P.prune_budget_problem([c[0] for c in plan.prune.candidates], plan.prune.owned, self.opts.max_prune)
+        if problem and not plan.final:
+            return self._check_budget(desired, self.finalize(desired, plan))
+        if problem:
+            raise StackError("stack %r: %s" % (self.stack, problem))
 
-    def _record_fields(self, desired, snap, remaining_gks, pruned_ok):
-        """What the record should say at the end of the run."""
-        gks = set(d.oid.group_kind for d in desired) | set(remaining_gks) | set(snap.unverified)
-        if not pruned_ok:
-            gks |= self.record.group_kinds
-        fields = dict(group_kinds=gks, checksum=stack_checksum([d.checksum for d in desired]),
-                      objectCount=len(desired))
-        if self.commit:
-            fields["commit"] = self.commit
-        return fields
+    def _report_plan(self, plan, changeset, applying):
+        """Entries for what the plan leaves alone: unchanged, opted out, kept, terminating."""
+        for d in plan.unchanged:
+            changeset.add(d.oid, d.api_version, C.UNCHANGED, C.PHASE_APPLY)
+        for d in plan.ignored:
+            changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, P.IGNORED, "ignore annotation set")
+        if not applying:  # phase=prune: what is not in sync is reported, not written
+            for d in plan.to_apply:
+                changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, P.NOT_APPLIED, "not applied (phase=prune)")
+        if plan.prune is not None:
+            for oid, info, obj, reason in plan.prune.kept:
+                changeset.add(oid, obj.get("apiVersion") or info.api_version, C.SKIPPED, C.PHASE_PRUNE, reason.code,
+                              str(reason))
+            for oid, info, obj, reason in plan.prune.terminating:
+                changeset.add(oid, obj.get("apiVersion") or info.api_version, C.TERMINATING, C.PHASE_PRUNE,
+                              reason.code, str(reason))
 
-    def _record_would_change(self, fields):
-        if self.record.data is None:
+    def _end_fields(self, desired, plan, remaining, pruned_ok):
+        return record_fields(desired, self.record.group_kinds, plan.snap.unverified, remaining, pruned_ok,
+                             self.opts.commit)
+
+    def _writes_nothing(self, desired, plan):
+        to_apply = plan.to_apply if self.opts.applying else []
+        if to_apply or plan.deletes:
+            return False
+        if not self.opts.writes_record:
             return True
-        data = self.record.data
-        if fields["group_kinds"] != self.record.group_kinds:
-            return True
-        return any(key in fields and str(fields[key]) != data.get(key) for key in ("checksum", "objectCount", "commit"))
+        fields = self._end_fields(desired, plan, plan.staying_kinds(), plan.prune is not None)
+        return not record_would_change(self.record.data, self.record.group_kinds, fields)
 
-    # -- 4. write -----------------------------------------------------------------------------
-    def _apply_one(self, d, live, dry_run):
-        """Apply one object; returns (action, object, error_message_or_None)."""
-        path = d.info.object_path(d.oid.namespace, d.oid.name)
-        try:
-            status, obj = self.client.apply(path, d.manifest, self.field_manager, force=self.force, dry_run=dry_run,
-                                            with_status=True)
-        except ApiError as e:
-            fields = e.immutable_fields()
-            if fields and (self.recreate_on_immutable or d.recreate):
-                if dry_run:
-                    return "configured", None, None
-                return self._recreate(d, path, fields)
-            if fields:
-                return None, None, ("%s: cannot change immutable field(s) %s (set recreate_on_immutable or the "
-                                    "stacksync.io/recreate-on-immutable annotation to delete and recreate it): %s"
-                                    % (d.oid, ", ".join(fields), e.message))
-            if dry_run and e.is_not_found and (d.from_crd or d.oid.namespace in self._new_namespaces):
-                # check mode: its CRD or namespace would be created by this run, so the dry run cannot see it
-                return ("created" if live is None else "configured"), None, None
-            if dry_run and e.is_not_found and d.oid.namespace and ('namespaces "%s" not found' % d.oid.namespace) in e.message:
-                # check mode: the namespace may come from another source of the same sync; report, don't fail
-                self._dry_run_notes.append("%s: namespace %s does not exist (yet); the dry run could not check this "
-                                           "object" % (_named(d), d.oid.namespace))
-                return "created", None, None
-            return None, None, "%s: apply failed: %s" % (d.oid, e.describe())
-        if live is None and status == 201:
-            return "created", obj, None
-        return "configured", obj, None
+    def execute(self, desired, plan, changeset, dry_run):
+        """Carry out ``plan`` (server-side dry runs with ``dry_run``); fills ``changeset``."""
+        self._report_plan(plan, changeset, self.opts.applying)
+        to_apply = plan.to_apply if self.opts.applying else []
+        shared_objects(desired if self.opts.applying else [], plan.snap, self.opts, changeset)
+        if self.opts.fail_on_shared and self.opts.applying and to_apply:
+            foreign = foreign_owned(self.client, to_apply, plan.snap.ours, self._map)
+            if foreign:
+                raise StackError("objects managed by another deployment tool (fail_on_shared is set): " + "; ".join(
+                    "%s (%s)" % (d.named(), tool) for d, tool in foreign[:20]), changeset)
+        changeset.checksum = stack_checksum([d.checksum for d in desired])
+        if self.opts.applying and not dry_run:
+            widened = self.record.group_kinds | set(d.oid.group_kind for d in desired)
+            if self.record.data is None or widened != self.record.group_kinds:
+                self._ensure_lock()
+                self.record.save(group_kinds=widened)
+        applier = Applier(self.client, self.discovery, self.opts, self._map, self._ensure_lock)
+        written = applier.apply_all(to_apply, plan.snap.ours, changeset, dry_run)
+        if self.opts.wait and written and not changeset.errors and not dry_run:
+            changeset.errors.extend(wait_for(self.client, written, self.opts.wait_rules, self.opts.wait_timeout,
+                                             self.opts.poll_interval, self._map))
+        remaining, pruned_ok = self._prune(plan, changeset, dry_run)
+        if self.opts.writes_record and not changeset.errors and not dry_run:
+            fields = self._end_fields(desired, plan, remaining, pruned_ok)
+            if changeset.changed or record_would_change(self.record.data, self.record.group_kinds, fields):
+                fields["lastSyncTime"] = now_rfc3339()
+                self._ensure_lock()
+                self.record.save(**fields)
+        if changeset.errors:
+            raise StackError("stack %r: %d object(s) failed: %s" % (
+                self.stack, len(changeset.errors), "; ".join(changeset.errors[:10])), changeset)
+        return changeset
 
-    def _recreate(self, d, path, fields):
-        try:
-            self.client.delete(path, propagation_policy="Foreground")
-        except ApiError as e:
-            if not e.is_not_found:
-                return None, None, "%s: immutable field(s) %s changed and delete failed: %s" % (d.oid, ", ".join(fields), e)
-        deadline = time.time() + self.wait_timeout
-        while self.client.get_or_none(path) is not None:
-            if time.time() > deadline:
-                return None, None, "%s: timed out waiting for the old object to go away before recreating it" % (d.oid,)
-            time.sleep(self.poll_interval)
-        try:
-            obj = self.client.apply(path, d.manifest, self.field_manager, force=self.force)
-        except ApiError as e:
-            return None, None, "%s: recreate failed: %s" % (d.oid, e.describe())
-        return "configured", obj, None
+    def _prune(self, plan, changeset, dry_run):
+        """``(group/kinds left behind, whether the prune ran)``: only after every apply succeeded."""
+        if plan.prune is None:
+            return set(), False
+        if changeset.errors:
+            changeset.warn("nothing %s pruned because %d apply(s) %s" % (
+                "would be" if dry_run else "was", len(changeset.errors), "would fail" if dry_run else "failed"))
+            return set(), False
+        remaining, pruned = self.pruner.execute(plan.prune, changeset, dry_run)
+        remaining |= set(oid.group_kind for oid, (_i, obj) in plan.snap.ours.items()
+                         if oid not in pruned and owned_by(obj, self.stack, oid))
+        return remaining, True
 
-    def _apply_all(self, to_apply, snap, changeset, dry_run):
-        """Apply stage by stage; returns the list of (Desired, live object) written."""
-        written = []
-        for stage, items in planner.by_stage(to_apply, key=lambda d: d.oid):
-            if stage > 0:
-                self._after_prerequisites(to_apply, changeset, dry_run)
-
-            def one(d):
-                live = snap.ours.get(d.oid, (None, None))[1]
-                before = live
-                if self.want_diff and before is None and not d.from_crd:
-                    before = self.client.get_or_none(d.info.object_path(d.oid.namespace, d.oid.name))
-                action, obj, error = self._apply_one(d, live, dry_run)
-                return d, before, action, obj, error
-
-            results = self._map(one, items)
-            for note in self._dry_run_notes:
-                changeset.warn(note)
-            del self._dry_run_notes[:]
-            for d, before, action, obj, error in results:
-                if d.oid.group_kind == planner.NAMESPACE_GK and action == "created":
-                    self._new_namespaces.add(d.oid.name)
-                if error:
-                    changeset.errors.append(error)
-                    continue
-                changeset.applied.append(_ref(d.oid, d.manifest["apiVersion"], action=action))
-                if self.want_diff:
-                    entry = object_diff(before, obj if obj is not None else d.manifest, is_secret(d.oid))
-                    entry["before_header"] = entry["after_header"] = str(d.oid)
-                    changeset.diff.append(entry)
-                if obj is not None:
-                    written.append((d, obj))
-        return written
-
-    def _backoff(self):
-        """Delays between polls: from FIRST_POLL_DELAY, doubling up to ``poll_interval`` (then constant)."""
-        delay = min(FIRST_POLL_DELAY, self.poll_interval)
-        while True:
-            yield delay
-            delay = min(delay * 2, self.poll_interval)
-
-    def _after_prerequisites(self, to_apply, changeset, dry_run):
-        """Before stage > 0: CRDs we applied must be Established and their kinds discovered."""
-        if dry_run or self._crds_ready:
-            return
-        self._crds_ready = True
-        crds = [d for d in to_apply if d.oid.group_kind == planner.CRD_GK]
-        needs_crd = [d for d in to_apply if d.from_crd]
-        if not crds and not needs_crd:
-            return
-        deadline = time.time() + self.crd_timeout
-        delays = self._backoff()
-        pending = list(crds)
-        while pending:
-            def established(d):
-                obj = self.client.get_or_none(d.info.object_path("", d.oid.name))
-                return obj is not None and is_ready(d.oid, obj)
-            pending = [d for d, ok in zip(pending, self._map(established, pending)) if not ok]
-            if not pending:
-                break
-            if time.time() > deadline:
-                raise StackError("CRDs not Established after %ss: %s" % (self.crd_timeout, ", ".join(d.oid.name for d in pending)))
-            time.sleep(next(delays))
-        # aggregated discovery can lag behind Established: poll until every kind we need is served
-        while True:
-            index = self.discovery.refresh()
-            missing = [d for d in needs_crd if index.lookup(d.oid.group, d.oid.kind, d.info.version) is None]
-            if not missing:
-                break
-            if time.time() > deadline:
-                raise StackError("kinds not served after their CRDs were applied: " + ", ".join(
-                    sorted(set(group_kind_str(*d.oid.group_kind) for d in missing))))
-            time.sleep(next(delays))
-        for d in needs_crd:
-            d.info = index.lookup(d.oid.group, d.oid.kind, d.info.version)
-            d.from_crd = False
-
-    def _wait(self, written, changeset):
-        deadline = time.time() + self.wait_timeout
-        pending = list(written)
-        while True:
-            def check(item):
-                d, obj = item
-                try:
-                    return is_ready(d.oid, obj, self.wait_rules), None
-                except NotReady as e:
-                    return False, "%s: %s" % (d.oid, e)
-            results = self._map(check, pending)
-            failed = [msg for ok, msg in results if msg]
-            if failed:
-                changeset.errors.extend(failed)
-                return
-            pending = [item for item, (ok, _m) in zip(pending, results) if not ok]
-            if not pending:
-                return
-            if time.time() > deadline:
-                changeset.errors.append("timed out after %ss waiting for: %s" % (
-                    self.wait_timeout, ", ".join(str(d.oid) for d, _o in pending[:20])))
-                return
-            time.sleep(self.poll_interval)
-
-            def refresh(item):
-                d, _obj = item
-                return d, self.client.get_or_none(d.info.object_path(d.oid.namespace, d.oid.name)) or {}
-            pending = self._map(refresh, pending)
-
-    # -- prune --------------------------------------------------------------------------------
-    def _delete(self, oid, info, obj, dry_run):
-        """Returns ``None`` if deleted (or already gone), else the reason it was not."""
-        if dry_run:
-            return None
-        path = info.object_path(oid.namespace, oid.name)
-        meta = obj.get("metadata") or {}
-        try:
-            # the uid precondition makes sure we delete the object we examined, not a replacement
-            self.client.delete(path, propagation_policy=self.propagation_policy,
-                               preconditions={"uid": meta.get("uid")} if meta.get("uid") else None)
-            return None
-        except ApiError as e:
-            if e.is_not_found:
-                return None
-            return "delete refused: %s" % e.describe()
-
-    def _namespace_blockers(self, namespace, prune_ids):
-        """Objects in ``namespace`` other than ours and the cluster's own: ``[ObjectId]`` (some, not
-        necessarily all: the scan stops once it found any), or None if some kind cannot be listed.
-
-        Every listable namespaced kind of discovery is read, likely holders first; a kind stops at
-        its first page holding a foreign object and the second round is skipped if the first found one.
-        """
-        def fetch(info):
-            try:
-                for page in self.client.pages(info.collection_path(namespace)):
-                    found = planner.namespace_blockers(namespace, [(live_identity(o, info), o) for o in page], prune_ids)
-                    if found:
-                        return found
-                return []
-            except ApiError as e:
-                if e.is_not_found or e.status == 405:
-                    return []
-                return None
-
-        for infos in planner.namespace_scan_rounds(self.discovery.index.listable()):
-            results = self._map(fetch, infos)
-            if any(found is None for found in results):
-                return None
-            blockers = [b for found in results for b in found]
-            if blockers:
-                return blockers
-        return []
-
-    def _contents_blockers(self, oid, prune_ids):
-        """For a Namespace or CRD we would delete: what else would its deletion take with it?"""
-        if oid.group_kind == planner.NAMESPACE_GK:
-            return self._namespace_blockers(oid.name, prune_ids)
-        if oid.group_kind == planner.CRD_GK:
-            crd = self.client.get_or_none("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + oid.name)
-            if crd is None:
-                return []
-            spec = crd.get("spec") or {}
-            kind = (spec.get("names") or {}).get("kind")
-            info = self.discovery.index.lookup(spec.get("group"), kind)
-            if info is None:
-                return []
-            try:
-                items = self.client.list(info.collection_path(None))
-            except ApiError as e:
-                return [] if e.is_not_found else None
-            return [live_identity(o, info) for o in items if live_identity(o, info) not in prune_ids]
-        return []
-
-    def _prune(self, candidates, changeset, dry_run):
-        """Delete candidates in reverse stage order; returns (group/kinds left behind, pruned ids)."""
-        remaining = set()
-        pruned_ids = set()
-        prune_ids = set(oid for oid, _i, _o in candidates)
-        for _stage, items in reversed(planner.by_stage(candidates, key=lambda c: c[0])):
-            holders = [c for c in items if c[0].group_kind in (planner.NAMESPACE_GK, planner.CRD_GK)]
-            plain = [c for c in items if c not in holders]
-            batch = list(plain)
-            for oid, info, obj in holders:
-                blockers = self._contents_blockers(oid, prune_ids)
-                if blockers is None:
-                    reason = "cannot check what it contains (forbidden to list some kinds)"
-                elif blockers:
-                    reason = "still contains objects not pruned by this stack: " + ", ".join(str(b) for b in blockers[:5])
-                    if len(blockers) > 5:
-                        reason += " and %d more" % (len(blockers) - 5)
-                else:
-                    batch.append((oid, info, obj))
-                    continue
-                remaining.add(oid.group_kind)
-                changeset.skipped.append(_ref(oid, obj.get("apiVersion") or info.api_version, reason=reason))
-            results = self._map(lambda c: (c, self._delete(c[0], c[1], c[2], dry_run)), batch)
-            for (oid, info, obj), refused in results:
-                ref = _ref(oid, obj.get("apiVersion") or info.api_version)
-                if refused:
-                    remaining.add(oid.group_kind)
-                    ref["reason"] = refused
-                    changeset.skipped.append(ref)
-                    changeset.warn("%s: %s; it stays recorded and the next run retries" % (oid, refused))
-                    continue
-                changeset.pruned.append(ref)
-                pruned_ids.add(oid)
-                if self.want_diff:
-                    entry = object_diff(obj, None, is_secret(oid))
-                    entry["before_header"] = entry["after_header"] = str(oid)
-                    changeset.diff.append(entry)
-        return remaining, pruned_ids
-
-    # -- public verbs -------------------------------------------------------------------------
+    # -- public entry points ------------------------------------------------------------------
     def sync(self, resources):
         """Converge the stack to ``resources`` (state=present). Returns a ChangeSet; raises StackError."""
         cs = ChangeSet()
-        cs.check_mode = self.check_mode
-        try:
-            return self._sync(resources, cs)
-        except (ApiError, LockError) as e:
-            self.discovery.invalidate()
-            raise StackError(str(e), cs) from None
-        except StackError as e:
-            self.discovery.invalidate()  # a stale cached kind may be why it failed
-            e.changeset = e.changeset or cs
-            raise
-        finally:
-            self.close()
-
-    def _sync(self, resources, cs):
-        desired = self.prepare(resources, cs)
-        pruning = self.prune_enabled and self.phase in ("all", "prune")
-        if pruning and not desired and not self.allow_empty:
-            raise StackError("refusing to prune stack %r to an empty set of resources (set allow_empty: true if "
-                             "this is intended)" % self.stack)
-        applying = self.phase in ("all", "apply")
-        first_key = self._load_key(desired, create=False)
-        self._stamp(desired, first_key)
-
-        attempt = self._attempt(desired, cs, pruning, applying, dry_run=True)
-        if attempt is None:  # nothing to write
-            return cs
-        if self.check_mode:
-            return attempt
-        with LeaseLock(self.client, self.record_namespace, self.stack, duration=self.lease_duration,
-                       timeout=self.lock_timeout):
-            cs2 = ChangeSet()
-            cs2.warnings = list(cs.warnings)
-            key = self._load_key(desired, create=applying)
-            if key != first_key:
-                # the key was created just now: only keyed (Secret) checksums depend on it
-                self._stamp([d for d in desired if is_secret(d.oid)], key)
-            return self._attempt(desired, cs2, pruning, applying, dry_run=False)
-
-    def _attempt(self, desired, cs, pruning, applying, dry_run):
-        """Observe + plan, then (dry_run: check mode / no-op detection) or write."""
-        snap = self.observe(desired, cs)
-        to_apply, candidates = self.plan(desired, snap, cs, pruning)
-        if not applying:
-            # phase=prune: nothing is applied; what is not in sync is reported, not written
-            for d in to_apply:
-                cs.skipped.append(_ref(d.oid, d.manifest["apiVersion"], reason="not applied (phase=prune)"))
-            to_apply = []
-        self._shared(desired if applying else [], snap, cs)
-        cs.checksum = stack_checksum([d.checksum for d in desired])
-        end_fields = self._record_fields(desired, snap, set(), pruned_ok=pruning)
-        noop = not to_apply and not candidates and (not self._writes_record() or not self._record_would_change(end_fields))
-        if dry_run and not self.check_mode:
-            return None if noop else cs
-        if dry_run:  # check mode: dry-run applies, report prunes
-            self._apply_all(to_apply, snap, cs, dry_run=True)
-            if pruning and not cs.errors:
-                self._prune(candidates, cs, dry_run=True)
-            elif cs.errors:
-                cs.warn("nothing would be pruned: %d apply(s) would fail" % len(cs.errors))
-            self._finish(cs)
-            return cs
-
-        # real run, under the lock
-        if applying:
-            widened = self.record.group_kinds | set(d.oid.group_kind for d in desired)
-            if self.record.data is None or widened != self.record.group_kinds:
-                self.record.save(group_kinds=widened)
-        written = self._apply_all(to_apply, snap, cs, dry_run=False)
-        if self.wait and written and not cs.errors:
-            self._wait(written, cs)
-        pruned_ok = False
-        remaining = set()
-        if pruning:
-            if cs.errors:
-                cs.warn("nothing was pruned because %d apply(s) failed" % len(cs.errors))
-            else:
-                remaining, pruned_ids = self._prune(candidates, cs, dry_run=False)
-                pruned_ok = True
-                remaining |= set(oid.group_kind for oid, (_i, obj) in snap.ours.items()
-                                 if oid not in pruned_ids and owned_by(obj, self.stack, oid))
-        if self._writes_record() and not cs.errors:
-            fields = self._record_fields(desired, snap, remaining, pruned_ok)
-            if cs.changed or self._record_would_change(fields):
-                fields["lastSyncTime"] = now_rfc3339()
-                self.record.save(**fields)
-        self._finish(cs)
-        return cs
-
-    def _writes_record(self):
-        return self.phase in ("all", "prune")
-
-    def _finish(self, cs):
-        if cs.errors:
-            raise StackError("stack %r: %d object(s) failed: %s" % (self.stack, len(cs.errors), "; ".join(cs.errors[:10])), cs)
+        with self._run(cs):
+            desired = self.prepare(resources, cs)
+            pruning = self.opts.pruning
+            if pruning and not desired and not self.opts.allow_empty:
+                raise StackError("refusing to prune stack %r to an empty set of resources (set allow_empty: true if "
+                                 "this is intended)" % self.stack)
+            first_key = self._load_key(desired, create=False)
+            stamp_all(desired, self.stack, first_key)
+            plan = self.plan(desired, cs, pruning, final=self.opts.check_mode)
+            self._check_budget(desired, plan)
+            if self.opts.check_mode:
+                return self.execute(desired, plan, cs, dry_run=True)
+            if self._writes_nothing(desired, plan):
+                self._report_plan(plan, cs, self.opts.applying)
+                cs.checksum = stack_checksum([d.checksum for d in desired])
+                return cs
+            with self._locked():
+                cs = self._changeset = self._fresh(cs)
+                key = self._load_key(desired, create=self.opts.applying)
+                if key != first_key:  # created just now: only keyed (Secret) checksums depend on it
+                    stamp_all([d for d in desired if is_secret(d.oid)], self.stack, key)
+                plan = self.plan(desired, cs, pruning)
+                self._check_budget(desired, plan)
+                return self.execute(desired, plan, cs, dry_run=False)
 
     def inspect(self, resources=None):
-        """Read-only report for ``stack_info``: live objects with their status against ``resources``.
-
-        Statuses: ``in_sync`` (desired checksum, nothing drifted), ``drifted`` (desired checksum but
-        a field we apply was changed), ``out_of_date`` (older checksum), ``missing`` (desired, not on
-        the cluster), ``would_prune``, ``kept`` (the stack's but protected; see ``reason``), or
-        ``present`` when no desired set was given.
-        """
+        """Read-only report for ``stack_info`` (see :func:`.report.stack_report`), from the same plan as ``sync``."""
         cs = ChangeSet()
-        try:
+        with self._run(cs):
             desired = self.prepare(resources, cs) if resources is not None else []
-            self._stamp(desired, self._load_key(desired, create=False))
-            snap = self.observe(desired, cs)
-            by_id = dict((d.oid, d) for d in desired)
-            desired_ids = set(by_id)
-            desired_sums = set(d.checksum for d in desired)
-            objects = []
-            for oid, (info, obj) in sorted(snap.ours.items()):
-                meta = obj.get("metadata") or {}
-                entry = _ref(oid, obj.get("apiVersion") or info.api_version)
-                entry["checksum"] = (meta.get("annotations") or {}).get(CHECKSUM_ANNOTATION)
-                d = by_id.get(oid)
-                if resources is None:
-                    reason = planner.prune_decision(obj, oid, self.stack, set(), set())
-                    entry["status"] = "present" if reason is None or not owned_by(obj, self.stack, oid) else "kept"
-                    if reason and owned_by(obj, self.stack, oid):
-                        entry["reason"] = reason
-                elif d is not None:
-                    if entry["checksum"] != d.checksum:
-                        entry["status"] = "out_of_date"
-                    else:
-                        entry["status"] = "in_sync" if in_sync(d.manifest, obj, CHECKSUM_ANNOTATION) else "drifted"
-                else:
-                    reason = planner.prune_decision(obj, oid, self.stack, desired_ids, desired_sums)
-                    if reason is None:
-                        entry["status"] = "would_prune"
-                    else:
-                        entry["status"] = "kept"
-                        entry["reason"] = reason
-                objects.append(entry)
-            for d in desired:
-                if d.oid not in snap.ours:
-                    entry = _ref(d.oid, d.manifest["apiVersion"], status="missing", checksum=d.checksum)
-                    objects.append(entry)
-            record = dict(self.record.data or {})
-            return dict(objects=objects, record=record, commit=record.get("commit"),
-                        last_sync_time=record.get("lastSyncTime"),
-                        group_kinds=sorted(group_kind_str(*gk) for gk in self.record.group_kinds),
-                        unverified_kinds=sorted(group_kind_str(*gk) for gk in snap.unverified),
-                        checksum=stack_checksum([d.checksum for d in desired]) if resources is not None else None,
-                        warnings=cs.warnings)
-        except ApiError as e:
-            raise StackError(str(e), cs) from None
-        finally:
-            self.close()
+            stamp_all(desired, self.stack, self._load_key(desired, create=False))
+            plan = self.plan(desired, cs, pruning=resources is not None)
+            report = stack_report(plan.snap, desired, plan.prune, self.opts, self.record, resources is not None)
+            report["warnings"] = cs.warnings
+            return report
 
     def delete_all(self):
         """state=absent: delete every object of the stack (reverse order), then its record and key."""
         cs = ChangeSet()
-        cs.check_mode = self.check_mode
-        try:
-            snap = self.observe([], cs)
-            _to_apply, candidates = self.plan([], snap, cs, pruning=True)
-            if not candidates and self.record.data is None:
+        with self._run(cs):
+            plan = self.plan([], cs, pruning=True)
+            if not plan.deletes and self.record.data is None:
                 return cs
-            if self.check_mode:
-                self._prune(candidates, cs, dry_run=True)
+            if self.opts.check_mode:
+                self._report_plan(plan, cs, applying=False)
+                self.pruner.execute(plan.prune, cs, dry_run=True)
                 return cs
-            with LeaseLock(self.client, self.record_namespace, self.stack, duration=self.lease_duration,
-                           timeout=self.lock_timeout):
-                cs = ChangeSet()
-                snap = self.observe([], cs)
-                _to_apply, candidates = self.plan([], snap, cs, pruning=True)
-                remaining, _pruned = self._prune(candidates, cs, dry_run=False)
-                if not remaining and not snap.unverified:
+            with self._locked():
+                cs = self._changeset = self._fresh(ChangeSet())
+                plan = self.plan([], cs, pruning=True)
+                self._report_plan(plan, cs, applying=False)
+                remaining, _pruned = self._prune(plan, cs, dry_run=False)
+                self._ensure_lock()
+                if not remaining and not plan.snap.unverified:
                     self.record.delete()
                     self.key_store.delete()
                 else:
-                    self.record.save(group_kinds=remaining | snap.unverified)
+                    self.record.save(group_kinds=remaining | plan.snap.unverified)
             return cs
-        except (ApiError, LockError) as e:
-            raise StackError(str(e), cs) from None
-        finally:
-            self.close()

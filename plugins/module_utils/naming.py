@@ -99,7 +99,7 @@ def is_label_value(value):
     return (
         isinstance(value, str)
         and len(value) <= MAX_LABEL_LENGTH
-        and _LABEL_VALUE_RE.match(value) is not None
+        and _LABEL_VALUE_RE.fullmatch(value) is not None
     )
 
 

@@ -1,14 +1,24 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, stacksync.k8s contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Ordering stages, prune candidate selection and the namespace-emptiness rule. Pure, no I/O."""
+"""The plan: apply stages, what to apply, and the prune plan -- every "is this object deleted?"
+decision in one pure function (:func:`prune_plan`), with a typed reason for each object kept.
+
+The facts that need the API (what a Namespace or CRD still holds, which identities other stacks'
+records declare) are gathered by :mod:`.prune` and fed in as data. ``sync``, check mode,
+``stack_info`` and ``state: absent`` all plan with it, so they cannot disagree.
+"""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, is_ignored, owned_by
+from ansible_collections.stacksync.k8s.plugins.module_utils.diff import in_sync
+from ansible_collections.stacksync.k8s.plugins.module_utils.drift import drift as drift_of
+from ansible_collections.stacksync.k8s.plugins.module_utils.drift import entries as drift_entries
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import identity_digest
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, is_ignored, owned_by, prune_disabled, ssa_policy
 
 #: Apply stages (prune runs them in reverse). Stage 0 must exist before anything can go in it:
 #: Namespaces and CRDs (after which we wait for CRDs to be Established and re-read discovery).
@@ -52,78 +62,195 @@ def by_stage(items, key=lambda x: x):
     return sorted(stages.items())
 
 
+class Reason(str):
+    """Why an object is left alone: the message, with a constant :attr:`code` (one of the codes below)."""
+
+    def __new__(cls, code, message):
+        out = str.__new__(cls, message)
+        out.code = code
+        return out
+
+
+# reason codes (typed: the role and tests read these, never the message)
+NOT_OWNED = "not-owned"
+STILL_DESIRED = "still-desired"
+CHECKSUM_DESIRED = "checksum-desired"
+HAS_OWNER = "has-owner"
+IGNORED = "ignored"
+PRUNE_DISABLED = "prune-disabled"
+IF_NOT_PRESENT = "if-not-present"
+NOT_DELETABLE = "not-deletable"
+TERMINATING = "terminating"
+HOLDS_OTHERS = "holds-others"
+CONTENTS_UNKNOWN = "contents-unknown"
+DELETE_REFUSED = "delete-refused"
+RELEASE_REFUSED = "release-refused"
+NOT_APPLIED = "not-applied"
+
+TERMINATING_REASON = Reason(TERMINATING, "terminating: deleted, waiting for its finalizers")
+
+
+def is_terminating(obj):
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
 def prune_decision(obj, oid, stack, desired_ids, desired_checksums):
-    """Why live ``obj`` must *not* be pruned (a reason string), or ``None`` if it is a candidate.
+    """Why live ``obj`` must *not* be pruned (a :class:`Reason`), or ``None`` if it is a candidate.
 
     A candidate is the stack's (label and identity-bound mark), not desired by identity, whose
     checksum is not that of any desired manifest (both tests must agree), has no
     ownerReferences (controller children inherit labels) and is not ignore-annotated.
     """
     if not owned_by(obj, stack, oid):
-        return "not owned by this stack (label or owner mark does not match its identity)"
+        return Reason(NOT_OWNED, "not owned by this stack (label or owner mark does not match its identity)")
     if oid in desired_ids:
-        return "still desired"
+        return Reason(STILL_DESIRED, "still desired")
     if annotation(obj, CHECKSUM_ANNOTATION) in desired_checksums:
-        return "its checksum matches a desired manifest"
+        return Reason(CHECKSUM_DESIRED, "its checksum matches a desired manifest")
     meta = obj.get("metadata") or {}
     if meta.get("ownerReferences"):
-        return "has ownerReferences (managed by a controller)"
+        return Reason(HAS_OWNER, "has ownerReferences (managed by a controller)")
     if is_ignored(obj):
-        return "ignore annotation set"
+        return Reason(IGNORED, "ignore annotation set")
+    if prune_disabled(obj):
+        return Reason(PRUNE_DISABLED, "prune disabled (stacksync.io/prune: disabled): left in place")
     return None
 
 
-#: ConfigMaps every namespace gets from the cluster itself.
-CLUSTER_CONFIGMAPS = ("kube-root-ca.crt", "openshift-service-ca.crt")
+def contents_reason(found):
+    """The reason a Namespace / CRD is kept, from what :mod:`.prune` found it holds (None: nothing)."""
+    if isinstance(found, str):
+        return Reason(CONTENTS_UNKNOWN, "kept: " + found)
+    if not found:
+        return None
+    text = "still contains objects not pruned by this stack: " + ", ".join(str(b) for b in found[:5])
+    if len(found) > 5:
+        text += " and %d more" % (len(found) - 5)
+    return Reason(HOLDS_OTHERS, text)
 
 
-def cluster_provided(oid, obj, services_pruned=()):
-    """Objects the cluster itself puts in a namespace (not a reason to keep it)."""
-    meta = obj.get("metadata") or {}
-    if meta.get("ownerReferences"):
-        return True
-    if oid.kind == "Event" and oid.group in ("", "events.k8s.io"):
-        return True
-    if oid.group == "" and oid.kind == "ServiceAccount" and oid.name == "default":
-        return True
-    if oid.group == "" and oid.kind == "ConfigMap" and (oid.name in CLUSTER_CONFIGMAPS
-                                                        or oid.name.endswith("openshift-service-ca.crt")):
-        return True
-    # the endpoints controller's copy of a Service we delete (it has no ownerReferences)
-    return oid.group == "" and oid.kind == "Endpoints" and oid.name in services_pruned
+class PrunePlan:
+    """What a prune would do. Lists of ``(ObjectId, info, live object)``; ``kept`` items carry a
+    :class:`Reason` fourth, ``releases`` the stack they are handed to."""
+
+    def __init__(self):
+        self.candidates = []  # to delete
+        self.kept = []  # the stack's objects left alone, with why
+        self.terminating = []  # deleted earlier, waiting for finalizers: not deleted again
+        self.releases = []  # still declared by another stack's record: handed to it
+        self.holders = []  # candidates that are Namespaces / CRDs: their contents decide
+        self.owned = 0  # the stack's live objects (the prune budget's base)
+
+    @property
+    def ids(self):
+        return set(oid for oid, _i, _o in self.candidates)
 
 
-#: Namespaced kinds whose objects are all the cluster's own (see :func:`cluster_provided`): a
-#: namespace's Events never keep it from being pruned, so they are not even listed.
-NEVER_BLOCKING_KINDS = frozenset([("", "Event"), ("events.k8s.io", "Event")])
-#: Namespaced kinds that most often hold someone else's objects: listed first, so a namespace still
-#: in use is usually recognised after one round of requests (the others are listed only if none of
-#: these holds a foreign object).
-LIKELY_BLOCKING_KINDS = frozenset([
-    ("", "ConfigMap"), ("", "Secret"), ("", "ServiceAccount"), ("", "Service"), ("", "Pod"),
-    ("", "PersistentVolumeClaim"), ("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"),
-    ("batch", "Job"), ("batch", "CronJob"), ("networking.k8s.io", "Ingress"),
-    ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "RoleBinding"),
-])
+def prune_plan(ours, stack, desired_ids, desired_checksums, declared_elsewhere=None, contents=None):
+    """The prune plan of a stack: pure.
 
-
-def namespace_scan_rounds(infos):
-    """The namespaced resources to list to find what a namespace holds, in two rounds (likely first);
-    kinds that cannot block (:data:`NEVER_BLOCKING_KINDS`) are left out. Each kind is listed once."""
-    infos = [i for i in infos if i.namespaced and i.group_kind not in NEVER_BLOCKING_KINDS]
-    first = [i for i in infos if i.group_kind in LIKELY_BLOCKING_KINDS]
-    return [first, [i for i in infos if i.group_kind not in LIKELY_BLOCKING_KINDS]]
-
-
-def namespace_blockers(namespace, objects, prune_ids):
-    """Objects in ``namespace`` that keep it from being pruned: ``[ObjectId]``.
-
-    ``objects`` is ``[(ObjectId, obj)]`` of everything listed in the namespace.
+    :param ours: ``{ObjectId: (info, live object)}`` of the objects carrying the stack's label.
+    :param declared_elsewhere: ``{identity digest: [stack]}`` from the other stacks' records (None: not read).
+    :param contents: ``{ObjectId: [blocker ObjectId] | problem string}`` for the Namespaces / CRDs among
+        the candidates (None: not read yet; they stay candidates and are listed in ``holders``).
     """
-    services = set(o.name for o in prune_ids if o.group == "" and o.kind == "Service" and o.namespace == namespace)
-    blockers = []
-    for oid, obj in objects:
-        if oid in prune_ids or cluster_provided(oid, obj, services):
+    plan = PrunePlan()
+    for oid, (info, obj) in sorted(ours.items()):
+        if owned_by(obj, stack, oid):
+            plan.owned += 1
+        reason = prune_decision(obj, oid, stack, desired_ids, desired_checksums)
+        if reason is None and is_terminating(obj):
+            plan.terminating.append((oid, info, obj, TERMINATING_REASON))
             continue
-        blockers.append(oid)
-    return blockers
+        if reason is None and not info.can("delete"):
+            reason = Reason(NOT_DELETABLE, "the API does not allow deleting %s" % info.plural)
+        if reason is not None:
+            if reason.code != STILL_DESIRED:
+                plan.kept.append((oid, info, obj, reason))
+            continue
+        others = (declared_elsewhere or {}).get(identity_digest(oid))
+        if others:
+            plan.releases.append((oid, info, obj, sorted(others)[0]))
+            continue
+        if oid.group_kind in (NAMESPACE_GK, CRD_GK):
+            plan.holders.append(oid)
+            found = (contents or {}).get(oid)
+            reason = contents_reason(found) if contents is not None else None
+            if reason is not None:
+                plan.kept.append((oid, info, obj, reason))
+                continue
+        plan.candidates.append((oid, info, obj))
+    return plan
+
+
+#: default prune budget: half the stack's objects, and never fewer than this many
+DEFAULT_MIN_PRUNE = 10
+
+
+def prune_limit(max_prune, total):
+    """How many objects one run may delete from a stack of ``total`` live objects.
+
+    ``max_prune``: ``None`` (default: half the stack, at least :data:`DEFAULT_MIN_PRUNE`), a count
+    (``"25"``, ``25``) or a percentage of ``total`` (``"30%"``, rounded up). Raises ValueError for
+    anything else.
+    """
+    if max_prune is None or max_prune == "":
+        return max(DEFAULT_MIN_PRUNE, (total + 1) // 2)
+    text = str(max_prune).strip()
+    try:
+        if text.endswith("%"):
+            percent = float(text[:-1])
+            if not 0 <= percent <= 100:
+                raise ValueError
+            return int(-(-percent * total // 100))
+        count = int(text)
+        if count < 0:
+            raise ValueError
+        return count
+    except ValueError:
+        raise ValueError("max_prune must be a number of objects (25) or a percentage of the stack (30%%), got %r"
+                         % (max_prune,)) from None
+
+
+def prune_budget_problem(candidates, total, max_prune):
+    """Why deleting ``candidates`` (``[ObjectId]``) from a stack of ``total`` objects exceeds the prune
+    budget (a message listing them), or None."""
+    limit = prune_limit(max_prune, total)
+    if len(candidates) <= limit:
+        return None
+    shown = ", ".join(str(oid) for oid in candidates[:20])
+    if len(candidates) > 20:
+        shown += " and %d more" % (len(candidates) - 20)
+    return ("refusing to prune %d of the stack's %d objects: more than max_prune allows (%s = %d); nothing was "
+            "deleted. If this is intended, run again with a larger max_prune (a count, or a percentage such as "
+            "100%%). Would delete: %s" % (len(candidates), total,
+                                          "default: half, at least %d" % DEFAULT_MIN_PRUNE if max_prune in (None, "")
+                                          else max_prune, limit, shown))
+
+
+def in_sync_by_ownership(d, live, field_manager, patterns):
+    """Whether applying desired ``d`` would change ``live``: the checksum says whether git changed,
+    field ownership (:mod:`.drift`) whether the cluster did. ``d.drift`` gets what drifted. Objects
+    without managedFields (very old servers) fall back to comparing values."""
+    if annotation(live, CHECKSUM_ANNOTATION) != annotation(d.manifest, CHECKSUM_ANNOTATION):
+        return False
+    if not drift_entries(live):
+        return in_sync(d.manifest, live, CHECKSUM_ANNOTATION)
+    d.drift = drift_of(d.manifest, live, field_manager, patterns, take_over=ssa_policy(d.manifest) != "merge")
+    return not d.drift
+
+
+def apply_plan(desired, ours, field_manager, patterns):
+    """``(to_apply, unchanged, ignored)`` of the desired objects (``[Desired]``) against ``ours``
+    (``{ObjectId: (info, live)}``): to write, already in sync, opted out (``ignored``: the ignore
+    annotation, or ``if-not-present`` for an object that exists)."""
+    to_apply, unchanged, ignored = [], [], []
+    for d in desired:
+        live = ours.get(d.oid, (None, None))[1]
+        if d.ignored or (live is not None and is_ignored(live)) or (live is not None and ssa_policy(d.manifest) == "if-not-present"):
+            ignored.append(d)
+        elif live is not None and in_sync_by_ownership(d, live, field_manager, patterns):
+            unchanged.append(d)
+        else:
+            to_apply.append(d)
+    return to_apply, unchanged, ignored

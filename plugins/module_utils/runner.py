@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import traceback
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
@@ -23,6 +24,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import missing_requirement
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
 
 #: suboptions of ``render``: how the action plugin renders ``src``. The manifests lookup's options;
@@ -41,6 +43,7 @@ RENDER_SPEC = dict(
 ARGUMENT_SPEC = dict(
     name=dict(type="str", required=True),
     resources=dict(type="list", elements="dict", default=[]),
+    resources_file=dict(type="path"),
     src=dict(type="path"),
     render=dict(type="dict", options=RENDER_SPEC),
     state=dict(type="str", default="present", choices=["present", "absent"]),
@@ -64,11 +67,13 @@ ARGUMENT_SPEC = dict(
     )),
     concurrency=dict(type="int", default=16),
     full_prune_scan=dict(type="bool", default=False),
+    max_prune=dict(type="str"),
+    takeover_managers=dict(type="list", elements="str"),
     discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 
-MUTUALLY_EXCLUSIVE = [("resources", "src")]
+MUTUALLY_EXCLUSIVE = [("resources", "src", "resources_file")]
 
 
 class RunFailed(Exception):
@@ -91,6 +96,18 @@ def _report(changeset, client, warn):
     return result
 
 
+def read_resources_file(path):
+    """The manifests in the JSON file ``path`` (a list of mappings); raises :class:`RunFailed` otherwise."""
+    try:
+        with open(path, "rb") as f:
+            resources = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError) as e:
+        raise RunFailed("resources_file %s: %s" % (path, e), {}) from None
+    if not isinstance(resources, list) or not all(isinstance(r, dict) for r in resources):
+        raise RunFailed("resources_file %s: not a JSON list of mappings" % (path,), {})
+    return resources
+
+
 def run_stack(params, check_mode=False, diff=False, warn=None):
     """Converge the stack described by validated ``params``; its return values.
 
@@ -107,6 +124,9 @@ def run_stack(params, check_mode=False, diff=False, warn=None):
     if params.get("src"):
         raise RunFailed("src is rendered on the controller by the stacksync.k8s.stack action plugin; "
                         "this module was run without it (pass the manifests in resources instead)", {})
+    if params.get("resources_file") and params["state"] != "absent":
+        # set by the action plugin for a module process (or by the user); the invocation then lists them
+        params["resources"] = read_resources_file(params["resources_file"])
     if params["concurrency"] < 1:
         raise RunFailed("concurrency must be at least 1", {})
     try:
@@ -114,21 +134,14 @@ def run_stack(params, check_mode=False, diff=False, warn=None):
     except AuthError as e:
         raise RunFailed(str(e), {}) from None
     try:
-        manager = StackManager(
-            client, params["name"], namespace=params["namespace"] or context_namespace or "default",
-            field_manager=params["field_manager"], force_conflicts=params["force_conflicts"], prune=params["prune"],
-            propagation_policy=params["propagation_policy"], allow_empty=params["allow_empty"],
-            fail_on_shared=params["fail_on_shared"], recreate_on_immutable=params["recreate_on_immutable"],
-            record_namespace=params["record_namespace"], commit=params["commit"], phase=params["phase"],
-            concurrency=params["concurrency"], full_prune_scan=params["full_prune_scan"],
-            check_mode=check_mode, diff=diff, wait=params["wait"], wait_timeout=params["wait_timeout"],
-            wait_conditions=params["wait_condition"], discovery_cache_dir=params["discovery_cache_dir"],
-            lock_timeout=params["wait_timeout"])
+        opts = options_from_params(params, context_namespace, check_mode=check_mode, diff=diff)
+        manager = StackManager(client, params["name"], opts=opts)
         changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
-    except StackError as e:
-        result = _report(e.changeset, client, warn)
-        if e.changeset is not None and diff and e.changeset.diff:
-            result["diff"] = e.changeset.diff
+    except (StackError, OptionError) as e:
+        changeset = getattr(e, "changeset", None)
+        result = _report(changeset, client, warn)
+        if changeset is not None and diff and changeset.diff:
+            result["diff"] = changeset.diff
         raise RunFailed(str(e), result) from None
     except Exception as e:  # an unexpected bug: say what failed, never dump objects
         raise RunFailed("stack %r: unexpected error: %s" % (params["name"], e),

@@ -1,11 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, stacksync.k8s contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Readiness rules per kind, plus user jmespath conditions. Pure functions on live objects."""
+"""Readiness for ``wait``: the health rules of :mod:`health`, or the user's jmespath rule for a kind.
+
+Pure functions on live objects, and the waiting loop (:func:`wait_for`, the only I/O here). A
+``Failed`` object raises :class:`NotReady` (the waiter fails fast, naming the condition's reason and
+message); :func:`not_ready_reason` says why an object is still being waited for (for the timeout
+message).
+"""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import time
+
+from ansible_collections.stacksync.k8s.plugins.module_utils import health as hl
 
 try:
     import jmespath
@@ -19,64 +29,19 @@ except ImportError as _e:
 
 def condition(obj, ctype):
     """Status (``"True"``/``"False"``/``"Unknown"``/``None``) of condition ``ctype``."""
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == ctype:
-            return cond.get("status")
-    return None
-
-
-def _generation_observed(obj):
-    status = obj.get("status") or {}
-    return status.get("observedGeneration", 0) >= (obj.get("metadata") or {}).get("generation", 0)
-
-
-def _deployment(obj):
-    status = obj.get("status") or {}
-    replicas = (obj.get("spec") or {}).get("replicas", 1)
-    return (_generation_observed(obj) and status.get("updatedReplicas", 0) >= replicas
-            and status.get("availableReplicas", 0) >= replicas and not status.get("unavailableReplicas"))
-
-
-def _statefulset(obj):
-    status = obj.get("status") or {}
-    replicas = (obj.get("spec") or {}).get("replicas", 1)
-    return (_generation_observed(obj) and status.get("readyReplicas", 0) >= replicas
-            and status.get("updatedReplicas", replicas) >= replicas)
-
-
-def _daemonset(obj):
-    status = obj.get("status") or {}
-    want = status.get("desiredNumberScheduled")
-    return (_generation_observed(obj) and want is not None and status.get("numberReady", 0) >= want
-            and status.get("updatedNumberScheduled", 0) >= want)
-
-
-def _job(obj):
-    if condition(obj, "Failed") == "True":
-        raise NotReady("job failed")
-    return condition(obj, "Complete") == "True"
-
-
-def _phase(value):
-    return lambda obj: (obj.get("status") or {}).get("phase") == value
+    cond = hl.get_condition(obj, ctype)
+    return None if cond is None else cond.get("status")
 
 
 class NotReady(Exception):
-    """The object will not become ready (e.g. a failed Job)."""
+    """The object will not become ready without a change (a failed Job, a stalled rollout...).
 
+    ``health`` is the :class:`health.Health` that says so; ``str()`` is its reason and message.
+    """
 
-#: (group, kind) -> predicate(live object) -> bool
-RULES = {
-    ("apps", "Deployment"): _deployment,
-    ("apps", "StatefulSet"): _statefulset,
-    ("apps", "DaemonSet"): _daemonset,
-    ("batch", "Job"): _job,
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): lambda o: condition(o, "Established") == "True",
-    ("apiregistration.k8s.io", "APIService"): lambda o: condition(o, "Available") == "True",
-    ("", "Namespace"): _phase("Active"),
-    ("", "PersistentVolumeClaim"): _phase("Bound"),
-    ("", "Pod"): lambda o: condition(o, "Ready") == "True",
-}
+    def __init__(self, message, health=None):
+        super(NotReady, self).__init__(message)
+        self.health = health
 
 
 def compile_conditions(rules):
@@ -87,15 +52,76 @@ def compile_conditions(rules):
     return out
 
 
-def is_ready(oid, obj, user_rules=None):
-    """Readiness of live ``obj``: a user rule for its group/kind wins, else the built-in rule, else
-    a ``Ready`` condition if it has one, else ready."""
+def _user_rule(oid, user_rules):
     user_rules = user_rules or {}
-    rule = user_rules.get((oid.group, oid.kind)) or user_rules.get((None, oid.kind))
-    if rule is not None:
-        return bool(rule.search(obj))
-    builtin = RULES.get(oid.group_kind)
-    if builtin is not None:
-        return bool(builtin(obj))
-    ready = condition(obj, "Ready")
-    return ready is None or ready == "True"
+    return user_rules.get((oid.group, oid.kind)) or user_rules.get((None, oid.kind))
+
+
+def evaluate(oid, obj, user_rules=None):
+    """:class:`health.Health` of live ``obj`` (``None``: gone) as ``wait`` sees it.
+
+    A user rule for the object's group/kind wins: true is ``Current``, false ``InProgress`` (a user
+    rule never fails fast). Otherwise the built-in health rules.
+    """
+    rule = _user_rule(oid, user_rules)
+    if rule is not None and obj is not None:
+        expression = getattr(rule, "expression", "")
+        if rule.search(obj):
+            return hl.current("WaitConditionMet", "wait_condition %s is true" % expression)
+        return hl.in_progress("WaitConditionNotMet", "wait_condition %s is not true yet" % expression)
+    return hl.health(obj, oid.group_kind)
+
+
+def is_ready(oid, obj, user_rules=None):
+    """Whether ``obj`` is ready (its health is ``Current``, or the user rule holds).
+
+    Raises :class:`NotReady` when it is ``Failed``: it will not become ready by waiting.
+    """
+    result = evaluate(oid, obj, user_rules)
+    if result.failed:
+        raise NotReady(result.describe(), result)
+    return result.ready
+
+
+def not_ready_reason(oid, obj, user_rules=None):
+    """``None`` when ``obj`` is ready, else why not: ``"<health> (<reason>): <message>"``.
+
+    For the message naming every object still waited for at a timeout, e.g.
+    ``Progressing (LessAvailable): Available: 0/1``.
+    """
+    result = evaluate(oid, obj, user_rules)
+    if result.ready:
+        return None
+    return "%s (%s)%s" % (result.health, result.reason, ": " + result.message if result.message else "")
+
+
+def wait_for(client, written, rules, timeout, poll_interval, map_fn=map, clock=time.time, sleep=time.sleep):
+    """Poll the ``[(Desired, live object)]`` just written until every one is ready.
+
+    Returns the error messages: at once for objects that failed (they will not become ready by
+    waiting), or at the timeout one naming every object not ready and why. ``[]`` when all are ready.
+    """
+    deadline = clock() + timeout
+    pending = list(written)
+    while True:
+        results = list(map_fn(lambda item: _check(item, rules), pending))
+        failed = [msg for _ok, msg in results if msg]
+        if failed:
+            return failed
+        pending = [item for item, (ok, _m) in zip(pending, results) if not ok]
+        if not pending:
+            return []
+        if clock() > deadline:
+            return ["timed out after %ss waiting for: %s" % (timeout, "; ".join(
+                "%s: %s" % (d.oid, not_ready_reason(d.oid, o, rules)) for d, o in pending[:20]))]
+        sleep(poll_interval)
+        pending = list(map_fn(lambda item: (item[0], client.get_or_none(
+            item[0].info.object_path(item[0].oid.namespace, item[0].oid.name))), pending))  # None: gone
+
+
+def _check(item, rules):
+    d, obj = item
+    try:
+        return is_ready(d.oid, obj, rules), None
+    except NotReady as e:
+        return False, "%s: %s" % (d.oid, e)

@@ -22,7 +22,14 @@ description:
   - Objects the stack owns that are no longer desired are pruned (deleted). An object is pruned only if its label
     and owner mark say it is the stack's, its identity is not desired, its checksum is not that of any desired
     manifest, it has no ownerReferences, it does not carry C(stacksync.io/ignore=true), and every apply in the run
-    succeeded. A Namespace (or CRD) is not pruned while it still holds objects that are not pruned with it.
+    succeeded. A Namespace (or CRD) is not pruned while it still holds objects that are not pruned with it (judged
+    on discovery read from the API server, never on the cache; an object with owners counts as pruned with it only
+    if its owners are), nor while some API group cannot be discovered.
+  - An object that another stack's record still declares is not deleted but released to that stack (its label and
+    owner mark become the other stack's), with a warning. An object already being deleted (finalizers pending) is
+    reported under RV(terminating), not deleted again and not counted as a change.
+  - A run that would delete more objects than O(max_prune) allows fails before any write, listing them.
+  - Manifests may not declare a stack's own state (its record, key or Lease in O(record_namespace)).
   - The stack's record is a ConfigMap C(stacksync-<name>) in O(record_namespace) with the label
     C(stacksync.io/record-of=<name>), holding the stack checksum, the commit, the group/kinds the stack uses (the
     only kinds listed when pruning) and the time of the last sync that changed something. The HMAC key for Secret
@@ -40,10 +47,20 @@ options:
       - The desired manifests (for example from the C(stacksync.k8s.manifests) lookup). The C(stacksync.io/source)
         annotation the lookup adds is removed before applying.
       - Objects annotated C(stacksync.io/ignore=true) are neither applied nor pruned.
-      - Ignored with O(state=absent). Mutually exclusive with O(src).
+      - Ignored with O(state=absent). Mutually exclusive with O(src) and O(resources_file).
     type: list
     elements: dict
     default: []
+  resources_file:
+    description:
+      - A JSON file on the managed host holding the desired manifests (a list of mappings), read by the module
+        instead of O(resources).
+      - When the module runs as a separate process (a remote host, C(become), C(async), C(delegate_to), another
+        Python), the action plugin passes O(resources) (or what O(src) rendered) in such a file, written to the
+        task's temporary directory next to the module and removed with it after the run, so that the manifests are
+        not encoded into the module's arguments.
+      - Ignored with O(state=absent). Mutually exclusive with O(resources) and O(src).
+    type: path
   src:
     description:
       - A directory (or single manifest file) on the controller whose manifests are the desired set, rendered by the
@@ -51,7 +68,8 @@ options:
         vault data is decrypted with the play's secrets), with the options in O(render).
       - Faster than O(resources) for large stacks, as the manifests are not templated into the task's arguments.
         A directory that fails to render fails the task before anything is written.
-      - A relative path is relative to the playbook directory, as for the lookup. Mutually exclusive with O(resources).
+      - A relative path is relative to the playbook directory, as for the lookup. Mutually exclusive with O(resources)
+        and O(resources_file).
     type: path
   render:
     description:
@@ -198,6 +216,17 @@ options:
         group/kinds in the stack's record. For recovery (for example after the record was deleted).
     type: bool
     default: false
+  max_prune:
+    description:
+      - The prune budget of one run, for the day a broken render or a wrong path makes most of a stack look removed
+        from git. A number of objects (V(25)), or a percentage of the objects the stack owns on the cluster
+        (V(30%), rounded up); V(100%) means no limit.
+      - A run that would delete more fails before any write, listing what it would delete; check mode fails the
+        same way. Raise it for that one run when the deletions are intended.
+      - Default (not set) is half the stack's objects, and never fewer than 10 objects.
+      - Not applied with O(state=absent), nor to an empty desired set with O(allow_empty=true), which both delete the
+        whole stack on purpose.
+    type: str
   discovery_cache_dir:
     description:
       - Directory for a discovery cache shared between runs (like kubectl's C(~/.kube/cache/discovery)), one file
@@ -306,6 +335,23 @@ warnings:
   returned: when there are warnings
   type: list
   elements: str
+terminating:
+  description:
+    - Objects of the stack that were deleted by an earlier run and are still there, waiting for their finalizers.
+      They are not deleted again and do not make the task changed.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "old",
+            "reason": "terminating: deleted, waiting for its finalizers"}]
+released:
+  description:
+    - Objects no longer in this stack that another stack's record still declares. They are not deleted; their
+      stack label and owner mark now name that stack (C(stack)), which applies them on its next run.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "shared", "stack": "other"}]
 checksum:
   description: Checksum of the whole stack (aggregate of the per-object C(stacksync.io/checksum) annotations).
   returned: success
@@ -315,7 +361,7 @@ counts:
   description: Number of objects per outcome.
   returned: always
   type: dict
-  sample: {"created": 1, "configured": 2, "unchanged": 10, "pruned": 1, "skipped": 0}
+  sample: {"created": 1, "configured": 2, "unchanged": 10, "pruned": 1, "skipped": 0, "terminating": 0, "released": 0}
 api_requests:
   description: API requests made by the run, per HTTP method.
   returned: always

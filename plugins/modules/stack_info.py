@@ -81,7 +81,17 @@ EXAMPLES = r"""
 
 RETURN = r"""
 objects:
-  description: The stack's live objects (and desired objects not on the cluster), each with a C(status).
+  description:
+    - The stack's live objects (and desired objects not on the cluster), each with a C(status).
+    - With O(resources) the statuses are V(in_sync), V(drifted) (desired checksum, but a field it sets was changed),
+      V(out_of_date) (older checksum), V(missing) (desired, not on the cluster), V(would_prune), V(would_release) (no
+      longer desired but declared by the other stack named in C(stack)), V(terminating) (deleted earlier, waiting for
+      finalizers) and V(kept) (not pruned, with C(reason) and a C(code) such as V(has-owner), V(ignored),
+      V(holds-others), V(contents-unknown), V(not-owned)).
+    - V(would_prune) comes from the same prune plan the M(stacksync.k8s.stack) module executes, so it lists exactly
+      what a sync with the same resources would delete (a prune over the O(stacksync.k8s.stack#module:max_prune) budget
+      fails the sync instead).
+    - Without O(resources), V(present) or V(kept).
   returned: always
   type: list
   elements: dict
@@ -123,6 +133,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (  # noq
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import StackModule, check_requirements  # noqa: E402
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params  # noqa: E402
 
 ARGUMENT_SPEC = dict(
     name=dict(type="str", required=True),
@@ -145,12 +156,9 @@ def main():
     except AuthError as e:
         module.fail_json(msg=str(e))
     try:
-        manager = StackManager(client, params["name"], namespace=params["namespace"] or context_namespace or "default",
-                               record_namespace=params["record_namespace"], concurrency=max(params["concurrency"], 1),
-                               full_prune_scan=params["full_prune_scan"], check_mode=True,
-                               discovery_cache_dir=params["discovery_cache_dir"])
-        report = manager.inspect(params["resources"])
-    except StackError as e:
+        opts = options_from_params(params, context_namespace, check_mode=True)
+        report = StackManager(client, params["name"], opts=opts).inspect(params["resources"])
+    except (StackError, OptionError) as e:
         module.fail_json(msg=str(e))
     for warning in report.pop("warnings"):
         module.warn(warning)

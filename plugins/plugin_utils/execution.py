@@ -4,7 +4,9 @@
 """Where a ``stacksync.k8s.stack`` task runs: in the controller's process or as a module process.
 
 A module normally runs in a process of its own on the task's host. When that host is the controller
-(connection ``local``) with the very Python running ``ansible-playbook``, and nothing about the task
+(connection ``local``) and the interpreter Ansible would run the module with (however it is set:
+host variable, ``ANSIBLE_PYTHON_INTERPRETER``, ``interpreter_python`` in ansible.cfg, the implicit
+localhost, or interpreter discovery) is the very Python running ``ansible-playbook``, and nothing about the task
 asks for a separate process (``become`` to another user, ``async``, a task ``environment``,
 delegation), the action plugin runs the same code in its own process instead: the same result,
 without building, starting and feeding a module process (about half a second per task). Pure
@@ -39,17 +41,53 @@ def same_python(interpreter, controller_python):
     return same_dir and os.path.realpath(wanted) == os.path.realpath(own)
 
 
-def module_process_reasons(transport, become=False, async_val=0, delegate_to=None, environment=None, interpreter=None,
-                           controller_python=None, enabled=True):
-    """Why the task must run as a module process; an empty list means it may run in the controller's process.
+#: ``interpreter_python`` values that ask for interpreter discovery (an empty value does too).
+DISCOVERY_MODES = ("auto", "auto_legacy", "auto_silent", "auto_legacy_silent")
+
+
+def describe_origin(origin):
+    """Where a configuration value came from, in words, from the origin ansible-core's config manager reports
+    (``var: NAME``, ``env: NAME``, the path of the ansible.cfg that set it, ``default``)."""
+    if not origin or origin == "default":
+        return "the default"
+    for prefix, words in (("var: ", "variable "), ("env: ", "environment variable "), ("cli: ", "option "),
+                          ("keyword: ", "keyword ")):
+        if origin.startswith(prefix):
+            return words + origin[len(prefix):]
+    return "interpreter_python in " + origin
+
+
+def effective_interpreter(configured, origin=None, discovered=None, remote_is_local=False, playbook_python=None):
+    """The Python a module process would run under, as ansible-core resolves it, and how it was set.
+
+    Mirrors ``ansible.executor.module_common._get_shebang``: a connection that runs modules on the
+    controller itself (``_remote_is_local``) uses ``ansible_playbook_python``; otherwise the
+    ``INTERPRETER_PYTHON`` setting (``ansible_python_interpreter`` variable, then
+    ``ANSIBLE_PYTHON_INTERPRETER``, then ``interpreter_python`` in ansible.cfg, then ``auto``); a
+    discovery mode (or an empty value) means the host's ``discovered_interpreter_python`` fact.
+
+    :param configured: the templated ``INTERPRETER_PYTHON`` value for the task's variables.
+    :param origin: where it came from, as ``C.config.get_config_value_and_origin`` reports it.
+    :param discovered: the host's ``discovered_interpreter_python`` fact, if discovery has run.
+    :returns: ``(interpreter, how)``; ``interpreter`` is None when discovery is needed and has not run
+        for the host yet (the action plugin then runs it, as a module run would).
+    """
+    if remote_is_local:
+        return playbook_python, "ansible_playbook_python (the connection runs modules on the controller)"
+    value = configured.strip() if isinstance(configured, str) else configured
+    if value and value not in DISCOVERY_MODES:
+        return value, describe_origin(origin)
+    return discovered or None, "interpreter discovery (%s, from %s)" % (value or "auto", describe_origin(origin))
+
+
+def task_reasons(transport, become=False, async_val=0, delegate_to=None, environment=None, enabled=True):
+    """Why the task must run as a module process whatever the interpreter; an empty list if nothing does.
 
     :param transport: the connection plugin's ``transport`` (``local`` for ``ansible.builtin.local``).
     :param become: whether privilege escalation is on for the task.
     :param async_val: the task's ``async`` seconds.
     :param delegate_to: the task's ``delegate_to``.
     :param environment: the task's ``environment`` (a list of mappings, as on ``Task.environment``).
-    :param interpreter: the host's ``ansible_python_interpreter`` (templated), if set.
-    :param controller_python: ``sys.executable`` of the controller.
     :param enabled: the ``stacksync_in_process`` variable.
     """
     reasons = []
@@ -65,7 +103,31 @@ def module_process_reasons(transport, become=False, async_val=0, delegate_to=Non
         reasons.append("delegated to %s" % (delegate_to,))
     if any(environment or ()):
         reasons.append("the task sets environment variables")
-    if not same_python(interpreter, controller_python):
-        reasons.append("ansible_python_interpreter %s is not the controller's Python %s" % (
-            interpreter if interpreter else "(not set: interpreter discovery)", controller_python))
+    return reasons
+
+
+def interpreter_reason(interpreter, controller_python, how=None):
+    """Why the effective interpreter rules out the controller's process, or None when it is the controller's Python."""
+    if same_python(interpreter, controller_python):
+        return None
+    if how:
+        return "the Python interpreter %s (%s) is not the controller's Python %s" % (
+            interpreter if interpreter else "(not known)", how, controller_python)
+    return "ansible_python_interpreter %s is not the controller's Python %s" % (
+        interpreter if interpreter else "(not set: interpreter discovery)", controller_python)
+
+
+def module_process_reasons(transport, become=False, async_val=0, delegate_to=None, environment=None, interpreter=None,
+                           controller_python=None, enabled=True, interpreter_how=None):
+    """Why the task must run as a module process; an empty list means it may run in the controller's process.
+
+    The arguments of :func:`task_reasons`, plus ``interpreter`` (the effective interpreter, see
+    :func:`effective_interpreter`, and ``interpreter_how``, how it was set) and ``controller_python``
+    (``sys.executable`` of the controller).
+    """
+    reasons = task_reasons(transport, become=become, async_val=async_val, delegate_to=delegate_to,
+                           environment=environment, enabled=enabled)
+    reason = interpreter_reason(interpreter, controller_python, interpreter_how)
+    if reason:
+        reasons.append(reason)
     return reasons

@@ -43,6 +43,10 @@ def parse_args(argv):
                         "(default ../shared/kube/up)")
     parser.add_argument("--loop-sample", type=int, default=50,
                         help="k8s-loop applies about this many objects and extrapolates to all (0: all objects)")
+    parser.add_argument("--clusters", type=int, default=1,
+                        help="a fleet: this many clusters (simulators), each synced with the same --objects from one "
+                        "inventory with a host per cluster (tools that can: stacksync*, k8s-list)")
+    parser.add_argument("--forks", type=int, help="Ansible forks with --clusters (default: one per cluster)")
     parser.add_argument("--concurrency", type=int, help="stacksync's concurrency option (default: the module's default)")
     parser.add_argument("--ansible-venv", type=Path, help="venv whose ansible-playbook runs the playbooks "
                         "(default: the running Python's venv)")
@@ -58,6 +62,13 @@ def parse_args(argv):
     unknown = [t for t in args.tools if t not in tools.TOOLS] + [s for s in args.scenarios if s not in scenarios.SCENARIOS]
     if unknown:
         parser.error("unknown tool or scenario: " + ", ".join(unknown))
+    if args.clusters > 1:
+        if args.real or args.kubeconfig:
+            parser.error("--clusters runs simulators only")
+        single = [t for t in args.tools if not tools.TOOLS[t].fleet]
+        if single:
+            parser.error("--clusters: these tools sync one cluster only: " + ", ".join(single))
+        args.forks = args.forks or args.clusters
     if args.real:
         args.backend = cluster.RealBackend(args.kube_up)
     elif args.kubeconfig:
@@ -111,11 +122,20 @@ class Lane:
         self.state = scenarios.State(args.objects)
         self.repo = Repo(self.base / "repo")
         self.env = environment(bin_dir, self.base / "home", self.base / "kubeconfig")
-        self.cluster = args.backend.cluster(self.base, self.env)
+        if args.clusters > 1:
+            bases = [self.base / f"cluster-{i:02d}" for i in range(args.clusters)]
+            for base in bases:
+                base.mkdir()
+            self.cluster = cluster.Fleet([args.backend.cluster(base, self.env) for base in bases])
+        else:
+            self.cluster = args.backend.cluster(self.base, self.env)
         kubeconfig = self.cluster.kubeconfig  # the simulator's is base/kubeconfig; a real cluster's is elsewhere
         self.env["KUBECONFIG"] = str(kubeconfig)
         self.ctx = tools.Context(kubeconfig, self.repo.path, self.base, bin_dir, manifests.kinds(self.state.entries),
                                  loop_stride(args), args.concurrency)
+        if args.clusters > 1:
+            self.ctx.fleet(self.cluster.kubeconfigs, args.forks)
+        self.env.update(tool.environment(self.ctx))
         self.failed = False
 
     def setup(self):
@@ -132,6 +152,8 @@ class Lane:
         self.cluster.reset()
         run = measure.run(self.tool.command(self.ctx), self.env, self.base / f"{scenario}.log", cwd=self.base)
         rec = report.record(self.tool, scenario, note, self.state, run, self.cluster.counts(), self.ctx, commit)
+        if self.ctx.inventory:
+            rec.update(clusters=len(self.cluster.clusters), forks=self.ctx.forks)
         print(report.progress_line(rec), flush=True)
         if not run.ok:
             self.failed = True

@@ -71,6 +71,48 @@ class SimulatorBackend:
         return dict(backend=self.name, latency_ms=self.latency_ms)
 
 
+class Fleet:
+    """Several clusters used as one (``--clusters K``): entered, reset and counted together; requests summed."""
+
+    def __init__(self, clusters):
+        self.clusters = clusters
+
+    def __enter__(self):
+        entered = []
+        try:
+            for c in self.clusters:
+                entered.append(c.__enter__())
+        except BaseException:
+            for c in entered:
+                c.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for c in self.clusters:
+            c.__exit__(*exc)
+
+    @property
+    def kubeconfig(self):
+        return self.clusters[0].kubeconfig
+
+    @property
+    def kubeconfigs(self):
+        return [c.kubeconfig for c in self.clusters]
+
+    def reset(self):
+        for c in self.clusters:
+            c.reset()
+
+    def counts(self):
+        verbs, resources = collections.Counter(), collections.Counter()
+        for c in self.clusters:
+            counts = c.counts()
+            verbs.update(counts["verbs"])
+            resources.update(counts["resources"])
+        return {"verbs": dict(sorted(verbs.items())), "resources": dict(sorted(resources.items()))}
+
+
 def _kubectl(kubeconfig, env, *args, timeout=600, check=True):
     argv = ["kubectl", "--kubeconfig", str(kubeconfig), *args]
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)

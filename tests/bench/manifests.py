@@ -1,8 +1,8 @@
 """The benchmark's desired state: N objects over namespaces and kinds, and the scenario edits.
 
 Objects are plain dicts written one per file. The mix follows the measurement quoted in issue 7
-(mostly ConfigMaps, then Services, Deployments and Secrets over 10 namespaces) plus RBAC objects
-and a CRD with custom resources. Every object carries ``PART_OF_LABEL`` so that the peers have a
+(mostly ConfigMaps, then Services, Deployments and Secrets over 10 namespaces, 20 from 10,000
+objects on) plus ServiceAccounts, RBAC objects and a CRD with custom resources: 12 kinds. Every object carries ``PART_OF_LABEL`` so that the peers have a
 selector for their prune step.
 """
 
@@ -15,7 +15,8 @@ CRD_GROUP = "bench.stacksync.io"
 CRD_NAME = "widgets." + CRD_GROUP
 
 # One slot of the repeating mix per object in a namespace (20 slots).
-MIX = ["ConfigMap"] * 10 + ["Service"] * 3 + ["Deployment"] * 2 + ["Secret"] * 2 + ["Widget", "Role", "RoleBinding"]
+MIX = (["ConfigMap"] * 9 + ["Service"] * 3 + ["Deployment"] * 2 + ["Secret"] * 2
+       + ["Widget", "ServiceAccount", "Role", "RoleBinding"])
 
 # kind -> apiVersion, and the allow-list kubectl's --prune needs (group/version/kind).
 API_VERSIONS = {
@@ -27,6 +28,7 @@ API_VERSIONS = {
     "Service": "v1",
     "Deployment": "apps/v1",
     "Secret": "v1",
+    "ServiceAccount": "v1",
     "Widget": CRD_GROUP + "/v1",
     "Role": "rbac.authorization.k8s.io/v1",
     "RoleBinding": "rbac.authorization.k8s.io/v1",
@@ -89,6 +91,13 @@ def _widget(name, ns, rev):
     return obj
 
 
+def _serviceaccount(name, ns, rev):
+    obj = _meta("ServiceAccount", name, ns)
+    obj["metadata"]["annotations"] = {"bench.stacksync.io/revision": str(rev)}
+    obj["automountServiceAccountToken"] = rev % 2 == 0
+    return obj
+
+
 def _role(name, ns, rev):
     obj = _meta("Role", name, ns)
     verbs = ["get", "list", "watch"] if rev % 2 == 0 else ["get", "list"]
@@ -109,6 +118,7 @@ BUILDERS = {
     "Deployment": _deployment,
     "Secret": _secret,
     "Widget": _widget,
+    "ServiceAccount": _serviceaccount,
     "Role": _role,
     "RoleBinding": _rolebinding,
 }
@@ -158,7 +168,8 @@ class Entry:
 
 
 def namespaces_for(n):
-    return [f"bench-{i:02d}" for i in range(min(10, max(1, n // 20)))]
+    """10 namespaces (fewer for tiny repositories), one more per 500 objects from 10,000 on (20 at 10,000)."""
+    return [f"bench-{i:02d}" for i in range(max(1, min(n // 20, max(10, n // 500))))]
 
 
 def generate(n):

@@ -99,6 +99,8 @@ def profile(args, workdir, bin_dir, env_for):
     empty = measure.run([str(bin_dir / "ansible-playbook"), str(PLAYBOOKS / "empty.yml")], env, base / "empty.log")
     rendered = measure.run([str(bin_dir / "ansible-playbook"), str(PLAYBOOKS / "render.yml"), "-e",
                             json.dumps({"bench_repo": str(repo.path)})], env, base / "render.log")
+    ping = measure.run([str(bin_dir / "ansible-playbook"), str(PLAYBOOKS / "ping.yml")], env, base / "ping.log")
+    out.update(ansible_ping_s=ping.seconds, ansible_ping_cpu_s=ping.cpu)
     out.update(ansible_startup_s=empty.seconds, ansible_startup_cpu_s=empty.cpu, ansible_render_s=rendered.seconds,
                ansible_render_cpu_s=rendered.cpu, module_imports_s=_import_seconds(bin_dir, env))
     start = time.monotonic()
@@ -114,6 +116,8 @@ def profile(args, workdir, bin_dir, env_for):
 def markdown(prof):
     lines = [f"Where the time goes ({prof['objects']} objects):",
              f"- ansible-playbook start-up (empty play): {prof['ansible_startup_s']:.2f} s ({prof['ansible_startup_cpu_s']:.2f} s CPU)",
+             f"- start-up + one module process (ansible.builtin.ping): {prof['ansible_ping_s']:.2f} s "
+             f"({prof['ansible_ping_cpu_s']:.2f} s CPU): the fixed cost of any module process is the difference",
              f"- start-up + rendering the repository with the lookup: {prof['ansible_render_s']:.2f} s "
              f"({prof['ansible_render_cpu_s']:.2f} s CPU; render() alone, in process: {prof['render_in_process_s']:.2f} s)",
              f"- module imports (kubernetes client, module_utils) in a fresh Python: {prof['module_imports_s']:.2f} s",

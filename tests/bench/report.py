@@ -84,9 +84,10 @@ def _versions(bin_dir):
 def results(args, records, bin_dir, total_seconds):
     _ratios(records)
     cluster = args.backend.describe()
+    cluster.update(clusters=args.clusters, forks=args.forks)
     return dict(objects=args.objects, cluster=cluster, latency_ms=cluster.get("latency_ms"), loop_sample=args.loop_sample,
                 concurrency=args.concurrency, tools=args.tools, scenarios=args.scenarios, total_seconds=total_seconds, versions=_versions(bin_dir),
-                records=records, targets=targets(records, args.objects))
+                records=records, targets=targets(records, args.objects, args.clusters))
 
 
 def _verbs(requests):
@@ -94,6 +95,10 @@ def _verbs(requests):
 
 
 def cluster_line(cluster):
+    if cluster.get("clusters", 1) > 1:
+        return (f"Clusters: a fleet of {cluster['clusters']} simulators per tool ({cluster['latency_ms']:g} ms added "
+                f"latency), one inventory host each, {cluster['forks']} forks; objects and requests are per cluster "
+                "and for the whole fleet.")
     if cluster["backend"] == "simulator":
         return f"Cluster: a simulator per tool, {cluster['latency_ms']:g} ms added latency; requests counted by the simulator."
     where = ("a fresh kube-apiserver + kube-controller-manager per tool" if cluster["backend"] == "real"
@@ -116,8 +121,17 @@ def markdown(results):
         cpu = f"{r['cpu_seconds']:.1f}" if not r["estimated"] else f"({r['cpu_seconds']:.1f})"
         lines.append(f"| {r['scenario']} | {r['tool']} | {r['objects']} | {seconds} | {ratio} | {cpu} | {est}{r['requests_total']} | "
                      f"{_verbs(r['requests'])} | {r['rss_mb']:.0f} | {r['pss_mb']:.0f} | {r['load_avg']:.1f} |")
+    fleet = [r for r in results["records"] if r.get("clusters", 1) > 1]
+    if fleet:
+        lines += ["", "| scenario | tool | clusters x objects | wall s | wall s per cluster | CPU s | CPU s per cluster "
+                  "| API requests | peak RSS tree MB | load |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in sorted(fleet, key=lambda r: (order[r["scenario"]], results["tools"].index(r["tool"]))):
+            k = r["clusters"]
+            seconds = f"{r['seconds']:.2f} | {r['seconds'] / k:.2f}" if r["ok"] else "failed | "
+            lines.append(f"| {r['scenario']} | {r['tool']} | {k} x {r['objects']} | {seconds} | {r['cpu_seconds']:.1f} "
+                         f"| {r['cpu_seconds'] / k:.2f} | {r['requests_total']} | {r['rss_mb']:.0f} | {r['load_avg']:.1f} |")
     lines.append("")
-    lines.append("Targets (issue 7):")
+    lines.append("Targets (issues 7 and 18):")
     for t in results["targets"]:
         lines.append(f"- {VERDICT[t['met']]} {t['target']}: {t['measured']}")
     return "\n".join(lines)
@@ -135,9 +149,11 @@ def _ratio_target(records, scenario, peer, factor):
     return dict(target=text, met=r["ratio"] >= factor, measured=f"{r['ratio']:.1f}x{' (estimated)' if r['estimated'] else ''}")
 
 
-def targets(records, objects):
+def targets(records, objects, clusters=1):
     out = [_ratio_target(records, "first", "k8s-list", 3), _ratio_target(records, "first", "kubectl", 8),
            _ratio_target(records, "first", "k8s-loop", 20), _ratio_target(records, "noop", "k8s-list", 5)]
+    if clusters > 1:  # the single-cluster targets below do not apply to a fleet's totals
+        return out
     noop = _get(records, BASELINE, "noop")
     if noop is not None:
         limit = noop["kinds"] + 10
@@ -150,7 +166,26 @@ def targets(records, objects):
         deletes = sum(n for key, n in pruned["requests_by_resource"].items() if key.startswith("delete ") and "leases" not in key)
         out.append(dict(target=f"removed: one DELETE per removed object ({pruned['removed']}; the lock's Lease not counted)",
                         met=deletes == pruned["removed"], measured=f"{deletes} DELETE, {pruned['requests'].get('list', 0)} LIST"))
-    if objects >= 5000:
+    for form in ("stacksync", "stacksync-query"):
+        for scenario in ("first", "noop"):
+            inproc, module = _get(records, form, scenario), _get(records, form + "@module", scenario)
+            if inproc and module:
+                ratio = module["seconds"] / inproc["seconds"]
+                out.append(dict(target=f"{scenario} {form}: a module process at most 1.3x the controller's process",
+                                met=ratio <= 1.3, measured=f"{ratio:.2f}x ({module['seconds']:.2f} s / "
+                                f"{inproc['seconds']:.2f} s; CPU {module['cpu_seconds']:.1f} / {inproc['cpu_seconds']:.1f} s)"))
+    if objects >= 10000:
+        ours = [r for r in records if r["tool"] == BASELINE]
+        if noop is not None:
+            out.append(dict(target="10,000 objects: no-op under 3 s", met=noop["seconds"] < 3, measured=f"{noop['seconds']:.2f} s"))
+        first = _get(records, BASELINE, "first")
+        if first is not None:
+            out.append(dict(target="10,000 objects: first sync per object (compare with a 1,000-object run)", met=None,
+                            measured=f"{first['seconds'] / first['objects'] * 1000:.2f} ms per object"))
+        rss = max(r["rss_mb"] for r in ours)
+        out.append(dict(target="10,000 objects: peak memory of the whole process tree under 400 MB", met=rss < 400,
+                        measured=f"{rss:.0f} MB summed RSS ({max(r['pss_mb'] for r in ours):.0f} MB PSS)"))
+    elif objects >= 5000:
         ours = [r for r in records if r["tool"] == BASELINE]
         pss = max(r["pss_mb"] for r in ours)
         out.append(dict(target="5,000 objects: peak memory (PSS of the process tree) under 300 MB", met=pss < 300,

@@ -5,6 +5,7 @@ returns one argv whose whole process tree is measured.
 """
 
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -28,11 +29,30 @@ class Context:
         self.kinds = kinds
         self.loop_stride = loop_stride
         self.concurrency = concurrency
+        self.inventory = None  # several clusters (--clusters): an inventory with a host per cluster
+        self.forks = None
+
+    def fleet(self, kubeconfigs, forks):
+        """Write the inventory of a fleet: a host per cluster, its kubeconfig as a host variable, run on the
+        controller with the Python running ansible-playbook (as docs/scale-out.md recommends)."""
+        lines = ["all:", "  vars:", "    ansible_connection: local",
+                 "    ansible_python_interpreter: '{{ ansible_playbook_python }}'", "  children:", "    clusters:",
+                 "      hosts:"]
+        for i, kubeconfig in enumerate(kubeconfigs):
+            lines += [f"        cluster-{i:02d}:", f"          bench_kubeconfig: {json.dumps(str(kubeconfig))}",
+                      f"          stacksync_kubeconfig: {json.dumps(str(kubeconfig))}"]
+        self.inventory = self.workdir / "fleet.yml"
+        self.inventory.write_text("\n".join(lines) + "\n")
+        self.forks = forks
 
     def playbook(self, name, *args, **extra_vars):
         """``ansible-playbook`` of ``name`` (a file under playbooks/ or a collection playbook)."""
         path = PLAYBOOKS / name
         extra = dict(bench_kubeconfig=self.kubeconfig, bench_repo=str(self.repo), **extra_vars)
+        if self.inventory:  # each host's own kubeconfig (an extra variable would override it)
+            extra = dict((k, v) for k, v in extra.items() if k not in ("bench_kubeconfig", "stacksync_kubeconfig"))
+            extra["bench_hosts"] = "clusters"
+            args = ("-i", str(self.inventory), "--forks", str(self.forks), *args)
         return [str(self.ansible_bin / "ansible-playbook"), str(path) if path.exists() else name, *args,
                 "-e", json.dumps(extra)]
 
@@ -42,6 +62,8 @@ class Tool:
     label = ""
     # per-object loop over a subset: results are extrapolated to the whole repository
     sampled = False
+    # can sync a fleet of clusters (--clusters) from one inventory
+    fleet = True
 
     def setup(self, ctx):
         """Commands to run once before the scenarios, not measured."""
@@ -50,14 +72,60 @@ class Tool:
     def command(self, ctx):
         raise NotImplementedError
 
+    def environment(self, ctx):
+        """Environment variables this tool sets (on top of the lane's)."""
+        return {}
+
+
+#: how a stacksync row sets the Python interpreter the module runs with (issue 18): the suffix of its tool name
+INTERPRETERS = {
+    "": "the implicit localhost (Ansible sets ansible_python_interpreter to its own Python)",
+    "hostvar": "host variable ansible_python_interpreter: '{{ ansible_playbook_python }}' in the inventory",
+    "env": "ANSIBLE_PYTHON_INTERPRETER=<the venv's python> in the environment",
+    "cfg": "interpreter_python = <the venv's python> in ansible.cfg",
+    "discovery": "nothing set: interpreter discovery (auto) finds the venv's python3.X first on PATH (venv, /usr/bin, /bin)",
+    "module": "stacksync_in_process=false: a module process (as for a remote host, become, async, delegate_to)",
+}
+FORMS = {"stacksync": ("stacksync.yml", "src"), "stacksync-query": ("stacksync-query.yml",
+                                                                     "resources: query('stacksync.k8s.manifests')")}
+
 
 class Stacksync(Tool):
-    name = "stacksync"
-    label = "stacksync.k8s.stack (one module run)"
+    """One ``stacksync.k8s.stack`` task (``src``, or ``resources`` from the lookup), the interpreter set one way."""
+
+    def __init__(self, form="stacksync", interpreter=""):
+        self.name = form + ("@" + interpreter if interpreter else "")
+        self.playbook_file, what = FORMS[form]
+        self.interpreter = interpreter
+        self.label = f"stacksync.k8s.stack with {what}; interpreter: {INTERPRETERS[interpreter]}"
 
     def command(self, ctx):
         extra = {"bench_concurrency": ctx.concurrency} if ctx.concurrency else {}
-        return ctx.playbook("stacksync.yml", **extra)
+        args = []
+        if self.interpreter == "hostvar":
+            inventory = ctx.workdir / "hosts.yml"
+            inventory.write_text("all:\n  hosts:\n    localhost:\n"
+                                 "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n")
+            args = ["-i", str(inventory)]
+        elif self.interpreter and not ctx.inventory:
+            args = ["-i", "localhost,"]  # an explicit localhost: no interpreter set for it
+        if self.interpreter == "module":
+            extra["stacksync_in_process"] = False
+        return ctx.playbook(self.playbook_file, *args, **extra)
+
+    def environment(self, ctx):
+        python = str(ctx.ansible_bin / "python")
+        if self.interpreter == "env":
+            return {"ANSIBLE_PYTHON_INTERPRETER": python}
+        if self.interpreter == "cfg":
+            cfg = ctx.workdir / "ansible.cfg"
+            cfg.write_text(f"[defaults]\ninterpreter_python = {python}\n")
+            return {"ANSIBLE_CONFIG": str(cfg)}
+        if self.interpreter == "discovery":  # as in an execution environment: the venv first, no other python3.1X
+            return {"PATH": os.pathsep.join((str(ctx.ansible_bin), "/usr/bin", "/bin"))}
+        if self.interpreter == "module":  # the interpreter of a remote host: set explicitly, not discovered
+            return {"ANSIBLE_PYTHON_INTERPRETER": python}
+        return {}
 
 
 class StacksyncRole(Tool):
@@ -65,8 +133,9 @@ class StacksyncRole(Tool):
     label = "stacksync.k8s.sync playbook (git + apply phase + prune phase)"
 
     def command(self, ctx):
-        return ctx.playbook("stacksync.k8s.sync", "-i", "localhost,", ansible_connection="local",
-                            ansible_python_interpreter="{{ ansible_playbook_python }}",
+        local = {} if ctx.inventory else dict(ansible_connection="local",
+                                                ansible_python_interpreter="{{ ansible_playbook_python }}")
+        return ctx.playbook("stacksync.k8s.sync", *(() if ctx.inventory else ("-i", "localhost,")), **local,
                             stacksync_repo=f"file://{ctx.repo}", stacksync_stack="bench-role",
                             stacksync_kubeconfig=ctx.kubeconfig, stacksync_cache_dir=str(ctx.workdir / "checkouts"),
                             stacksync_summary=False, **({"stacksync_concurrency": ctx.concurrency} if ctx.concurrency else {}))
@@ -89,6 +158,7 @@ class K8sLoop(Tool):
     name = "k8s-loop"
     label = "kubernetes.core.k8s, one task per object"
     sampled = True
+    fleet = False
 
     def command(self, ctx):
         return ctx.playbook("k8s.yml", bench_mode="loop", bench_stride=ctx.loop_stride, bench_kinds=_kind_refs(ctx.kinds),
@@ -107,6 +177,7 @@ class Kubectl(Tool):
     name = "kubectl"
     label = "kubectl apply --server-side --applyset --prune"
     parent = "bench-kubectl"
+    fleet = False
 
     def _base(self, ctx):
         return ["kubectl", "--kubeconfig", ctx.kubeconfig, "--cache-dir", str(ctx.workdir / "kube-cache")]
@@ -134,4 +205,5 @@ class Kubectl(Tool):
         return ["bash", "-ec", "export KUBECTL_APPLYSET=true; " + " && ".join(shlex.join(step) for step in steps)]
 
 
-TOOLS = {tool.name: tool for tool in (Stacksync(), StacksyncRole(), K8sList(), K8sLoop(), Kubectl())}
+STACKSYNC_TASKS = [Stacksync(form, how) for form in FORMS for how in INTERPRETERS]
+TOOLS = {tool.name: tool for tool in (*STACKSYNC_TASKS, StacksyncRole(), K8sList(), K8sLoop(), Kubectl())}

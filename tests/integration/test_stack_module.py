@@ -67,7 +67,13 @@ INFO_PLAYBOOK = play("""
 """)
 
 
-def run(tmp_path, kube, args, variables, verbose=False, playbook=PLAYBOOK):
+def run(tmp_path, kube, args, variables, verbose=False, playbook=PLAYBOOK, interpreter=True, inventory="localhost,",
+        env=None):
+    """Run ``playbook`` on localhost (``-c local``); its registered ``r`` and the output.
+
+    ``interpreter``: pass ``ansible_python_interpreter`` (this Python) as an extra variable; ``env``:
+    environment variables to set (``None`` values removed).
+    """
     play = tmp_path / "play.yml"
     play.write_text(playbook)
     out = tmp_path / "result.json"
@@ -76,11 +82,10 @@ def run(tmp_path, kube, args, variables, verbose=False, playbook=PLAYBOOK):
     cmd = [
         os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
         "-i",
-        "localhost,",
+        inventory,
         "-c",
         "local",
-        "-e",
-        "ansible_python_interpreter=" + sys.executable,
+        *(["-e", "ansible_python_interpreter=" + sys.executable] if interpreter else []),
         "-e",
         "@" + str(extra),
         str(play),
@@ -88,7 +93,13 @@ def run(tmp_path, kube, args, variables, verbose=False, playbook=PLAYBOOK):
     ]
     if verbose:
         cmd.append("-vvv")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    environment = dict(os.environ)
+    for name, value in (env or {}).items():
+        if value is None:
+            environment.pop(name, None)
+        else:
+            environment[name] = value
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=environment)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(out.read_text()), proc.stdout + proc.stderr
 
@@ -309,3 +320,152 @@ def test_discovery_cache_is_shared_between_runs_refreshed_on_a_miss_and_dropped_
     r, _log = run(tmp_path, kube, [], variables, playbook=CACHE_PLAYBOOK)
     assert r["changed"] and not r.get("failed"), r
     assert _cached_configmaps(cache)[2][0][3] == "configmaps"
+
+
+# --- every way of setting the interpreter: the task runs in the controller's process when it is this Python ---------
+
+VENV_BIN = os.path.dirname(sys.executable)
+# the controller's Python under the name interpreter discovery looks for first (python3.X), found on PATH
+VERSIONED = "python{}.{}".format(*sys.version_info[:2])
+DISCOVERY = dict(PATH=VENV_BIN + os.pathsep + "/usr/bin:/bin")
+DISCOVERY_VARS = dict(ansible_interpreter_python_fallback=[VERSIONED, "/usr/bin/python3"])
+
+
+def interpreter_setting(tmp_path, how):
+    """``run`` keyword arguments (and extra variables) setting the interpreter to this Python in the way ``how``."""
+    no_env = dict(ANSIBLE_PYTHON_INTERPRETER=None, ANSIBLE_CONFIG=None)
+    if how == "host-variable":
+        inventory = tmp_path / "hosts.yml"
+        inventory.write_text("all:\n  hosts:\n    localhost:\n"
+                             "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n")
+        return dict(interpreter=False, inventory=str(inventory), env=no_env), {}
+    if how == "environment":
+        return dict(interpreter=False, env=dict(no_env, ANSIBLE_PYTHON_INTERPRETER=sys.executable)), {}
+    if how == "ansible.cfg":
+        cfg = tmp_path / "ansible.cfg"
+        cfg.write_text(f"[defaults]\ninterpreter_python = {sys.executable}\n")
+        return dict(interpreter=False, env=dict(no_env, ANSIBLE_CONFIG=str(cfg))), {}
+    if how == "implicit-localhost":  # an inventory without localhost: Ansible adds it, with its own Python
+        inventory = tmp_path / "empty.yml"
+        inventory.write_text("all: {}\n")
+        return dict(interpreter=False, inventory=str(inventory), env=no_env), {}
+    if how == "discovery":  # nothing set: discovery (auto) finds this Python first on PATH
+        return dict(interpreter=False, env=dict(no_env, **DISCOVERY)), DISCOVERY_VARS
+    raise AssertionError(how)
+
+
+HOW = {
+    "host-variable": "variable ansible_python_interpreter",
+    "environment": "environment variable ANSIBLE_PYTHON_INTERPRETER",
+    "ansible.cfg": "interpreter_python in ",
+    "implicit-localhost": None,
+    "discovery": "interpreter discovery (auto, from the default)",
+}
+
+
+@pytest.mark.parametrize("how", list(HOW))
+@pytest.mark.parametrize("form", ["resources", "src"])
+def test_every_way_of_setting_the_controllers_python_runs_in_the_controllers_process(tmp_path, kube, client, ns, how,
+                                                                                    form):
+    kwargs, extra = interpreter_setting(tmp_path, how)
+    stack = "how-" + uuid.uuid4().hex[:6]
+    manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}
+    variables = dict(extra, stack=stack, ns=ns, record_ns=ns)
+    if form == "src":
+        (tmp_path / "src").mkdir()
+        (tmp_path / "src" / "c.json").write_text(json.dumps(manifest))
+        variables["src"] = str(tmp_path / "src")
+        playbook = SRC_PLAYBOOK
+    else:
+        variables["resources"] = [manifest]
+        playbook = PLAYBOOK
+    r, log = run(tmp_path, kube, [], variables, verbose=True, playbook=playbook, **kwargs)
+    assert not r.get("failed") and r["changed"] and r["counts"]["created"] == 1, r
+    assert IN_PROCESS in log and MODULE_PROCESS not in log, log[-3000:]
+    if how == "discovery":  # discovery ran once, in the action plugin, and its result is the host's fact
+        assert r["ansible_facts"]["discovered_interpreter_python"] == os.path.join(VENV_BIN, VERSIONED)
+    else:
+        assert "discovered_interpreter_python" not in r.get("ansible_facts", {})
+    # the same setting with stacksync_in_process off: a module process, which finds the same result
+    variables["stacksync_in_process"] = False
+    r, log = run(tmp_path, kube, [], variables, verbose=True, playbook=playbook, **kwargs)
+    assert not r.get("failed") and not r["changed"] and r["counts"]["unchanged"] == 1, r
+    assert MODULE_PROCESS + " (stacksync_in_process is false)" in log
+
+
+@pytest.mark.parametrize("how", ["environment", "ansible.cfg", "discovery"])
+def test_another_python_set_any_way_runs_a_module_process_and_says_how_it_was_set(tmp_path, kube, ns, how):
+    kwargs, extra = interpreter_setting(tmp_path, how)
+    other = "/usr/bin/python3"
+    if how == "environment":
+        kwargs["env"]["ANSIBLE_PYTHON_INTERPRETER"] = other
+    elif how == "ansible.cfg":
+        (tmp_path / "ansible.cfg").write_text(f"[defaults]\ninterpreter_python = {other}\n")
+    else:  # the controller's virtualenv is not on PATH: discovery finds another Python
+        kwargs["env"]["PATH"] = "/usr/bin:/bin"
+        extra = dict(ansible_interpreter_python_fallback=[other])
+    args = dict(name="other-" + uuid.uuid4().hex[:6], kubeconfig=kube.kubeconfig, namespace=ns, record_namespace=ns,
+                resources=[{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}])
+    r, log = run(tmp_path, kube, [], dict(extra, args=args), verbose=True, playbook=VALIDATION_PLAYBOOK, **kwargs)
+    reason = f"(the Python interpreter {other} ({HOW[how]}"
+    assert MODULE_PROCESS + " " + reason in log, log[-3000:]
+    if how == "discovery":
+        assert r["ansible_facts"]["discovered_interpreter_python"] == other
+
+
+DELEGATED_PLAYBOOK = play("""
+    - name: sync
+      stacksync.k8s.stack:
+        name: "{{ stack }}"
+        kubeconfig: "{{ kc }}"
+        record_namespace: "{{ ns }}"
+        namespace: "{{ ns }}"
+        resources: "{{ resources }}"
+      delegate_to: localhost
+      register: r
+""")
+
+
+@pytest.mark.parametrize("pipelining", ["false", "true"])
+def test_a_module_process_reads_the_manifests_from_a_file_removed_after_the_run(tmp_path, kube, client, ns, pipelining):
+    remote_tmp = tmp_path / "remote-tmp"
+    env = dict(ANSIBLE_REMOTE_TMP=str(remote_tmp), ANSIBLE_PIPELINING=pipelining)
+    value = "pa55-" + uuid.uuid4().hex
+    resources = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"pw": value}},
+    ]
+    variables = dict(stack="file-" + uuid.uuid4().hex[:6], ns=ns, resources=resources)
+    r, log = run(tmp_path, kube, ["--diff"], variables, verbose=True, playbook=DELEGATED_PLAYBOOK, env=env)
+    assert MODULE_PROCESS + " (delegated to localhost)" in log
+    assert r["changed"] and r["counts"]["created"] == 2, r
+    # the invocation names the file (in the task's remote temporary directory) and lists the objects it held
+    assert f'"resources_file": "{remote_tmp}' in log and '"v1 Secret s"' in log
+    for needle in (value, base64.b64encode(value.encode()).decode()):
+        assert needle not in log and needle not in json.dumps(r)
+    assert list(remote_tmp.iterdir()) == []  # removed with the module
+    assert client.get(f"/api/v1/namespaces/{ns}/secrets/s")["data"]["pw"] == base64.b64encode(value.encode()).decode()
+
+    # check mode and diff through the file: nothing written
+    variables["resources"] = [dict(resources[0], data={"a": "2"})]
+    r, log = run(tmp_path, kube, ["--check", "--diff"], variables, verbose=True, playbook=DELEGATED_PLAYBOOK, env=env)
+    assert r["changed"] and r["counts"]["configured"] == 1 and r["counts"]["pruned"] == 1, r
+    assert r["diff"] and value not in log
+    assert client.get(f"/api/v1/namespaces/{ns}/configmaps/c")["data"]["a"] == "1"
+    assert list(remote_tmp.iterdir()) == []
+
+
+def test_resources_file_given_by_the_user_and_its_errors(tmp_path, kube, client, ns):
+    path = tmp_path / "manifests.json"
+    path.write_text(json.dumps([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "from-file"}}]))
+    args = dict(name="rf-" + uuid.uuid4().hex[:6], kubeconfig=kube.kubeconfig, namespace=ns, record_namespace=ns,
+                resources_file=str(path))
+    for in_process in (True, False):
+        r, _log = run(tmp_path, kube, [], dict(args=args, stacksync_in_process=in_process), playbook=VALIDATION_PLAYBOOK)
+        assert not r.get("failed") and [a["name"] for a in r["applied"]] == ["from-file"], r
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/from-file") is not None
+    path.write_text('{"kind": "ConfigMap"}')
+    r, _log = run(tmp_path, kube, [], dict(args=args), playbook=VALIDATION_PLAYBOOK)
+    assert r["failed"] and r["msg"] == f"resources_file {path}: not a JSON list of mappings", r
+    r, _log = run(tmp_path, kube, [], dict(args=dict(args, resources=[])), playbook=VALIDATION_PLAYBOOK)
+    assert r["failed"] and "mutually exclusive: resources|src|resources_file" in r["msg"], r

@@ -411,7 +411,7 @@ def test_state_absent_deletes_the_stack_and_its_record(client, record_ns, ns):
 
 
 def test_lock_held_by_another_run_blocks(client, record_ns, ns):
-    from ansible_collections.stacksync.k8s.plugins.module_utils.record import LeaseLock
+    from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LeaseLock
 
     stack = "lock-" + uid()
     holder = LeaseLock(client, record_ns, stack, duration=30).acquire()
@@ -505,7 +505,7 @@ def test_rbac_limited_credentials(client, kube):
 
 
 def test_expired_lease_is_taken_over(client, record_ns, ns):
-    from ansible_collections.stacksync.k8s.plugins.module_utils.record import LeaseLock
+    from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LeaseLock
 
     stack = "crash-" + uid()
     dead = LeaseLock(client, record_ns, stack, duration=1).acquire()

@@ -16,11 +16,22 @@ import threading
 
 from . import errors, fields
 from .controllers import Controllers
-from .defaults import apply_defaults, carry_allocated, check_types, validate
+from .defaults import (
+    allocate_cluster_ip,
+    allocate_node_ports,
+    apply_defaults,
+    carry_allocated,
+    check_types,
+    finish_create,
+    prepare_for_create,
+    prepare_for_update,
+    validate,
+)
 from .patch import json_patch, merge_patch, strategic_merge_patch
 from .resources import BUILTINS, CREATE_ON_UPDATE, GENERATION_KINDS, ResourceType
 from .schema import SKELETONS, Root
 from .selectors import field_match, label_match, parse_field_selector, parse_label_selector
+from .unknown import check_apply, strip_unknown
 from .util import deep, dig, new_uid, now, random_suffix
 
 _SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
@@ -43,6 +54,7 @@ class Cluster:
         self.rv = 100
         self.events = collections.deque(maxlen=_EVENT_LOG)
         self.next_ip = 10
+        self.next_node_port = 30079
         self.crd_establish_delay = crd_establish_delay
         self.ca_pem = ca_pem
         self.controllers = Controllers(self, pods_ready)
@@ -328,11 +340,15 @@ class Cluster:
             meta.pop("generation", None)
         if "status" in rt.subresources and rt.kind != "Namespace":
             obj.pop("status", None)
-        apply_defaults(obj, self._alloc_ip)
+        apply_defaults(obj, None, operation == "Apply", rt.crd is not None, rt.schema)
+        prepare_for_create(obj)
         validate(obj, rt)
         if fields_set is None:
             changed, _ = fields.compare(_skeleton(rt, {}), _skeleton(rt, obj), self._ctx(rt))
             fields_set = fields.strip(changed, "status" in rt.subresources) - _UNTRACKED.get(rt.kind, set())
+        finish_create(obj, meta["uid"])
+        allocate_cluster_ip(obj, self._alloc_ip)
+        allocate_node_ports(obj, self._alloc_node_port)
         meta.pop("managedFields", None)
         if fields_set:
             meta["managedFields"] = [_entry(manager, operation, rt.api_version, fields_set, None)]
@@ -359,8 +375,10 @@ class Cluster:
                 raise errors.conflict(rt, name)
             return self._write(rt, old, obj, manager, dry_run, subresource), 200
 
-    def patch(self, rt, ns, name, ptype, body, manager, dry_run=False, subresource=None, force=False):
-        """PATCH (json, merge, strategic or apply); returns (object, status code)."""
+    def patch(self, rt, ns, name, ptype, body, manager, dry_run=False, subresource=None, force=False, validation="Warn", warnings=None):
+        """PATCH (json, merge, strategic or apply); returns (object, status code). Undeclared fields in the result
+        of a json/merge/strategic patch are dropped per ``validation`` (``fieldValidation``), their warnings
+        appended to ``warnings``."""
         with self.lock:
             if ptype == "apply":
                 return self._apply(rt, ns, name, body, manager, force, dry_run, subresource)
@@ -377,7 +395,13 @@ class Cluster:
                     raise errors.ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types "
                                           "include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
                 new = strategic_merge_patch(current, body, self._ctx(rt))
-            obj = self._prepare_body(rt, ns, new, name)
+            copied = subresource is None and isinstance(new, dict)
+            if copied:
+                new = deep(new)  # the patch functions share what they leave alone with the stored object
+                found = strip_unknown(new, rt, validation, patched=True)
+                if warnings is not None:
+                    warnings += found
+            obj = self._prepare_body(rt, ns, new, name, given=copied)
             want = obj["metadata"].get("resourceVersion")
             if want and want != old["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt, name)
@@ -407,7 +431,7 @@ class Cluster:
             else:
                 obj.pop("status", None)
         carry_allocated(old, obj)
-        apply_defaults(obj, self._alloc_ip)
+        apply_defaults(obj, self._alloc_ip, apply_sets is not None, rt.crd is not None, rt.schema)
         validate(obj, rt, old if subresource is None else None)
         if ometa.get("deletionTimestamp"):
             added = set(meta.get("finalizers") or []) - set(ometa.get("finalizers") or [])
@@ -415,6 +439,8 @@ class Cluster:
                 why = "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers " + json.dumps(sorted(added))
                 raise errors.invalid(rt.kind, meta["name"], [("metadata.finalizers", "FieldValueForbidden", why)], rt.group or None)
         self._update_managed(rt, old, obj, manager, subresource, apply_sets)
+        prepare_for_update(old, obj)
+        allocate_node_ports(obj, self._alloc_node_port)
         if _same(old, obj):
             return self.view(rt, old)
         if "generation" in ometa and _spec_changed(old, obj):
@@ -474,8 +500,9 @@ class Cluster:
                                      f"({rt.api_version})" if body["apiVersion"] != rt.api_version else
                                      f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: no kind "{body["kind"]}" '
                                      f'is registered for version "{rt.api_version}"')
-        config = self._prepare_body(rt, ns, body, name)
         ctx = self._ctx(rt)
+        check_apply(body, rt, ctx, (body.get("metadata") or {}).get("namespace") if isinstance(body.get("metadata"), dict) else None, name)
+        config = self._prepare_body(rt, ns, body, name)
         drop_status = "status" in rt.subresources and subresource != "status"
         cfg = dict(config)  # only read (collect) and copied from (merge)
         if drop_status:
@@ -493,6 +520,13 @@ class Cluster:
         if want and want != live["metadata"]["resourceVersion"]:
             raise errors.conflict(rt, name)
         entries = _decode_entries(live["metadata"].get("managedFields") or [], self._decoded)
+        if not entries:
+            # an object no one owns anything of (created without tracked fields, or managedFields cleared): like the
+            # real server, the first apply gives every field it has to "before-first-apply" (an Update entry)
+            owned, _ = fields.compare(_skeleton(rt, {}), _skeleton(rt, live), ctx)
+            owned = fields.strip(owned, "status" in rt.subresources)
+            if owned:
+                entries[("before-first-apply", "Update", None)] = {"apiVersion": rt.api_version, "set": owned, "time": now()}
         merged = fields.merge(_merge_base(live, drop_status and rt.kind != "Namespace"), cfg, ctx)
         changed, _ = fields.compare(live, merged, ctx)
         conflicts = []
@@ -507,9 +541,13 @@ class Cluster:
             raise errors.apply_conflict(conflicts)
         previous = entries.get(me, {}).get("set", set())
         others = set().union(*(e["set"] for i, e in entries.items() if i != me)) if entries else set()
-        for path in sorted(previous - applied, key=len, reverse=True):
+        removed = []
+        for path in sorted(previous - applied, key=len):  # a removed list item takes its fields with it
+            if any(path[:len(r)] == r for r in removed) or fields.is_key_field(path):
+                continue
             if not fields.owned_within(path, others | applied):
                 fields.remove_path(merged, path, ctx)
+                removed.append(path)
         entries[me] = {"apiVersion": rt.api_version, "set": applied, "time": entries.get(me, {}).get("time") or now(),
                        "encoded": entries.get(me, {}).get("encoded")}
         if previous != applied or changed:
@@ -633,6 +671,10 @@ class Cluster:
             t.cancel()
         with self.lock:
             self.changed.notify_all()
+
+    def _alloc_node_port(self):
+        self.next_node_port = 30000 + (self.next_node_port - 30000 + 1) % 2768
+        return self.next_node_port
 
     def _alloc_ip(self):
         self.next_ip += 1

@@ -4,7 +4,11 @@
   deletion of a terminating namespace's content, then of the namespace;
 * garbage collector: Background / Foreground / Orphan propagation through ownerReferences;
 * CRDs: Established after a delay, then served; deletion removes custom objects and the type;
-* Deployment -> ReplicaSet -> Pod, with pod-template labels copied; workload status.
+* Deployment -> ReplicaSet -> Pod, with pod-template labels copied; workload status;
+* "kubelet": a new Pod runs and is Ready at once (``pods_ready``) unless its ``nodeSelector`` matches no
+  Node (then it stays Pending, unschedulable); a ReplicaSet counts its Ready pods, a Deployment its
+  ReplicaSet's, and a Deployment whose pods are not all available after ``progressDeadlineSeconds``
+  gets ``Progressing=False`` / ``ProgressDeadlineExceeded``, as the deployment controller sets it.
 """
 
 from .util import deep, dig, now, random_suffix, template_hash
@@ -47,7 +51,10 @@ class Controllers:
         elif kind in ("StatefulSet", "DaemonSet"):
             self._workload_status(rt, new)
         elif kind == "Pod" and old is None and self.pods_ready:
-            self._run_pod(rt, new)
+            if self._schedulable(new):
+                self._run_pod(rt, new)
+            else:
+                self._unschedulable_pod(rt, new)
 
     def terminating(self, rt, obj):
         """Mutate an object that is about to get its deletionTimestamp."""
@@ -248,7 +255,8 @@ class Controllers:
             annotated["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/revision"] = revision
             live = self.c._write(dep_rt, live, annotated, _CM, False, None)
             live = self.c._find(dep_rt, dep["metadata"]["namespace"], dep["metadata"]["name"])
-        ready = replicas if self.pods_ready else 0
+        rs_live = self.c._find(self._rt("apps", "replicasets"), rs["metadata"]["namespace"], rs["metadata"]["name"]) or rs
+        ready = min(replicas, dig(rs_live, "status", "availableReplicas", default=0) or 0)
         t = now()
         available = {"type": "Available", "status": "True" if ready >= replicas else "False", "lastUpdateTime": t, "lastTransitionTime": t,
                      "reason": "MinimumReplicasAvailable" if ready >= replicas else "MinimumReplicasUnavailable",
@@ -267,6 +275,28 @@ class Controllers:
         if _status_differs(live.get("status"), status):
             new = _for_status(live, status)
             self.c._write(dep_rt, live, new, _CM, False, "status")
+        deadline = live["spec"].get("progressDeadlineSeconds")
+        if ready < replicas and deadline is not None:
+            key = (live["metadata"]["namespace"], live["metadata"]["name"], live["metadata"].get("generation", 1))
+            self.c.schedule(deadline, lambda: self._progress_deadline(key, rs["metadata"]["name"]))
+
+    def _progress_deadline(self, key, rs_name):
+        """The progress deadline passed: a Deployment of the same generation still not available stalls."""
+        dep_rt = self._rt("apps", "deployments")
+        namespace, name, generation = key
+        live = self.c._find(dep_rt, namespace, name)
+        if live is None or live["metadata"].get("generation", 1) != generation or live["metadata"].get("deletionTimestamp"):
+            return
+        conditions = dig(live, "status", "conditions", default=None) or []
+        progressing = next((c for c in conditions if c.get("type") == "Progressing"), None)
+        if _condition(live, "Available") or (progressing or {}).get("reason") == "ProgressDeadlineExceeded":
+            return
+        t = now()
+        stalled = {"type": "Progressing", "status": "False", "lastUpdateTime": t, "lastTransitionTime": t, "reason": "ProgressDeadlineExceeded",
+                   "message": f'ReplicaSet "{rs_name}" has timed out progressing.'}
+        status = deep(live.get("status") or {})
+        status["conditions"] = [c for c in conditions if c.get("type") != "Progressing"] + [stalled]
+        self.c._write(dep_rt, live, _for_status(live, status), _CM, False, "status")
 
     def _replicaset(self, rs):
         pod_rt = self._rt("", "pods")
@@ -277,7 +307,7 @@ class Controllers:
             self.c._delete(pod_rt, pod, "Background", False)
         for _ in range(want - len(pods)):
             self.c.system_write(pod_rt, self._new_pod(rs))
-        ready = want if self.pods_ready else 0
+        ready = sum(1 for p in self._owned(pod_rt, rs) if not p["metadata"].get("deletionTimestamp") and _condition(p, "Ready"))
         status = {"replicas": want, "fullyLabeledReplicas": want, "observedGeneration": rs["metadata"].get("generation", 1),
                   "readyReplicas": ready, "availableReplicas": ready, "terminatingReplicas": 0}
         for key in ("readyReplicas", "availableReplicas", "fullyLabeledReplicas"):
@@ -310,6 +340,22 @@ class Controllers:
                   "qosClass": "BestEffort"}
         new = _for_status(pod, status)
         self.c._write(rt, pod, new, "kubelet", False, "status")
+
+    def _schedulable(self, pod):
+        """Some Node carries every label of the pod's ``nodeSelector`` (none: schedulable; the simulator has no nodes)."""
+        selector = pod["spec"].get("nodeSelector") or {}
+        if not selector:
+            return True
+        nodes = self.c.objects.get(self._rt("", "nodes").key, {}).values()
+        return any(all((n["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items()) for n in nodes)
+
+    def _unschedulable_pod(self, rt, pod):
+        nodes = len(self.c.objects.get(self._rt("", "nodes").key, {}))
+        status = {"phase": "Pending", "qosClass": "BestEffort",
+                  "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastProbeTime": None,
+                                  "lastTransitionTime": now(),
+                                  "message": f"0/{nodes} nodes are available: {nodes} node(s) didn't match Pod's node affinity/selector."}]}
+        self.c._write(rt, pod, _for_status(pod, status), "default-scheduler", False, "status")
 
     def _workload_status(self, rt, obj):
         replicas = obj["spec"].get("replicas", 1) if rt.kind == "StatefulSet" else 1

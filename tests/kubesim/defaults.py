@@ -5,6 +5,7 @@ import json
 import re
 
 from .errors import bad_request, invalid
+from .normalise import QuantityError, normalise
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -30,9 +31,51 @@ def _container_defaults(c):
         if isinstance(p, dict):
             p.setdefault("protocol", "TCP")
     for e in c.get("env") or []:
-        fr = e.get("valueFrom", {}).get("fieldRef") if isinstance(e, dict) else None
+        fr = (e.get("valueFrom") or {}).get("fieldRef") if isinstance(e, dict) else None
         if isinstance(fr, dict):
             fr.setdefault("apiVersion", "v1")
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        if isinstance(c.get(probe), dict):
+            _probe_defaults(c[probe])
+    for hook in ("postStart", "preStop"):
+        handler = (c.get("lifecycle") or {}).get(hook)
+        if isinstance(handler, dict) and isinstance(handler.get("httpGet"), dict):
+            handler["httpGet"].setdefault("scheme", "HTTP")
+
+
+def _probe_defaults(probe):
+    """SetDefaults_Probe and SetDefaults_HTTPGetAction."""
+    probe.setdefault("timeoutSeconds", 1)
+    probe.setdefault("periodSeconds", 10)
+    probe.setdefault("successThreshold", 1)
+    probe.setdefault("failureThreshold", 3)
+    if isinstance(probe.get("httpGet"), dict):
+        probe["httpGet"].setdefault("scheme", "HTTP")
+
+
+def _volume_defaults(v):
+    """SetDefaults_*VolumeSource of the volume sources that have defaults."""
+    for src in ("configMap", "secret", "projected", "downwardAPI"):
+        if isinstance(v.get(src), dict):
+            v[src].setdefault("defaultMode", 420)
+    if isinstance(v.get("hostPath"), dict):
+        v["hostPath"].setdefault("type", "")
+    items = list((v.get("downwardAPI") or {}).get("items") or [])
+    for source in (v.get("projected") or {}).get("sources") or []:
+        if isinstance(source, dict):
+            items += (source.get("downwardAPI") or {}).get("items") or []
+            token = source.get("serviceAccountToken")
+            if isinstance(token, dict):
+                token.setdefault("expirationSeconds", 3600)
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("fieldRef"), dict):
+            item["fieldRef"].setdefault("apiVersion", "v1")
+    if isinstance(v.get("iscsi"), dict):
+        v["iscsi"].setdefault("iscsiInterface", "default")
+    if isinstance(v.get("rbd"), dict):
+        v["rbd"].setdefault("pool", "rbd")
+        v["rbd"].setdefault("user", "admin")
+        v["rbd"].setdefault("keyring", "/etc/ceph/keyring")
 
 
 def pod_spec_defaults(spec, restart="Always"):
@@ -49,14 +92,14 @@ def pod_spec_defaults(spec, restart="Always"):
     if spec.get("serviceAccountName") and not spec.get("serviceAccount"):
         spec["serviceAccount"] = spec["serviceAccountName"]
     for v in spec.get("volumes") or []:
-        for src, field, value in (("configMap", "defaultMode", 420), ("secret", "defaultMode", 420)):
-            if isinstance(v, dict) and isinstance(v.get(src), dict):
-                v[src].setdefault(field, value)
+        if isinstance(v, dict):
+            _volume_defaults(v)
 
 
 def _template(spec, restart="Always"):
     tpl = spec.setdefault("template", {})
     if isinstance(tpl, dict):
+        tpl.setdefault("metadata", {})
         pod_spec_defaults(tpl.setdefault("spec", {}), restart)
 
 
@@ -84,6 +127,11 @@ def _statefulset(obj):
     us.setdefault("type", "RollingUpdate")
     if us["type"] == "RollingUpdate":
         us.setdefault("rollingUpdate", {"partition": 0})
+    for pvc in spec.get("volumeClaimTemplates") or []:
+        if isinstance(pvc, dict):
+            pvc.setdefault("apiVersion", "v1")
+            pvc.setdefault("kind", "PersistentVolumeClaim")
+            _pvc(pvc)
     _template(spec)
 
 
@@ -123,7 +171,9 @@ def _cronjob(obj):
     spec.setdefault("failedJobsHistoryLimit", 1)
     spec.setdefault("successfulJobsHistoryLimit", 3)
     spec.setdefault("suspend", False)
-    _job_spec(spec.setdefault("jobTemplate", {}).setdefault("spec", {}))
+    template = spec.setdefault("jobTemplate", {})
+    template.setdefault("metadata", {})
+    _template(template.setdefault("spec", {}), "Never")
 
 
 def _pod(obj):
@@ -147,18 +197,43 @@ def _service(obj, alloc_ip):
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
     if spec["type"] != "ExternalName":
-        if "clusterIP" not in spec:
-            spec["clusterIP"] = alloc_ip()
-        spec.setdefault("clusterIPs", [spec["clusterIP"]] if spec["clusterIP"] else [])
-        spec.setdefault("ipFamilies", ["IPv4"])
-        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        if alloc_ip is not None:  # an update: the registry fills these in before the managed fields are computed
+            allocate_cluster_ip(obj, alloc_ip)
         spec.setdefault("internalTrafficPolicy", "Cluster")
     for p in spec.get("ports") or []:
         if isinstance(p, dict):
             p.setdefault("protocol", "TCP")
             if "targetPort" not in p and "port" in p:
                 p["targetPort"] = p["port"]
+    if spec["type"] in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+    if spec["sessionAffinity"] == "ClientIP":
+        spec.setdefault("sessionAffinityConfig", {}).setdefault("clientIP", {}).setdefault("timeoutSeconds", 10800)
     obj.setdefault("status", {}).setdefault("loadBalancer", {})
+
+
+def allocate_cluster_ip(obj, alloc_ip):
+    """Service registry: cluster IP(s) and IP families (on create set after the creator's managed fields are
+    computed, so never owned by an Update-operation creator, like the real registry's allocation)."""
+    spec = obj.get("spec")
+    if obj.get("kind") != "Service" or not isinstance(spec, dict) or spec.get("type", "ClusterIP") == "ExternalName":
+        return
+    if "clusterIP" not in spec:
+        spec["clusterIP"] = alloc_ip()
+    spec.setdefault("clusterIPs", [spec["clusterIP"]] if spec["clusterIP"] else [])
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+
+
+def allocate_node_ports(obj, alloc_port):
+    """Service registry: NodePort / LoadBalancer ports without a nodePort get one (not a default: set after
+    managed fields are computed, like the real registry's allocation)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or spec.get("type") not in ("NodePort", "LoadBalancer"):
+        return
+    for p in spec.get("ports") or []:
+        if isinstance(p, dict) and not p.get("nodePort"):
+            p["nodePort"] = alloc_port()
 
 
 def _namespace(obj):
@@ -202,6 +277,37 @@ def _networkpolicy(obj):
     spec.setdefault("podSelector", {})
     if "policyTypes" not in spec:
         spec["policyTypes"] = ["Ingress", "Egress"] if spec.get("egress") else ["Ingress"]
+    for rule in (spec.get("ingress") or []) + (spec.get("egress") or []):
+        for p in (rule.get("ports") or []) if isinstance(rule, dict) else []:
+            if isinstance(p, dict):
+                p.setdefault("protocol", "TCP")
+
+
+def _hpa(obj):
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("minReplicas", 1)
+    if not spec.get("metrics"):
+        spec["metrics"] = [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
+
+
+def _webhooks(obj, mutating):
+    for hook in obj.get("webhooks") or []:
+        if not isinstance(hook, dict):
+            continue
+        hook.setdefault("failurePolicy", "Fail")
+        hook.setdefault("matchPolicy", "Equivalent")
+        hook.setdefault("namespaceSelector", {})
+        hook.setdefault("objectSelector", {})
+        hook.setdefault("timeoutSeconds", 10)
+        if mutating:
+            hook.setdefault("reinvocationPolicy", "Never")
+        service = (hook.get("clientConfig") or {}).get("service")
+        if isinstance(service, dict):
+            service.setdefault("port", 443)
+        for rule in hook.get("rules") or []:
+            if isinstance(rule, dict):
+                rule.setdefault("scope", "*")
+
 
 
 def _crd(obj):
@@ -227,17 +333,102 @@ _DEFAULTERS = {
     "Deployment": _deployment, "StatefulSet": _statefulset, "DaemonSet": _daemonset, "ReplicaSet": _replicaset,
     "Job": _job, "CronJob": _cronjob, "Pod": _pod, "Namespace": _namespace, "Secret": _secret,
     "PersistentVolumeClaim": _pvc, "PersistentVolume": _pv, "StorageClass": _storageclass, "NetworkPolicy": _networkpolicy,
-    "CustomResourceDefinition": _crd, "ClusterRole": _rbac_role, "Role": _rbac_role,
+    "CustomResourceDefinition": _crd, "ClusterRole": _rbac_role, "Role": _rbac_role, "HorizontalPodAutoscaler": _hpa,
+    "ValidatingWebhookConfiguration": lambda o: _webhooks(o, False), "MutatingWebhookConfiguration": lambda o: _webhooks(o, True),
 }
 
 
-def apply_defaults(obj, alloc_ip):
-    """Fill in server defaults in place."""
+def apply_defaults(obj, alloc_ip, apply=False, custom=False, schema=None):
+    """Normalise (built-in kinds: see ``normalise.py``) and fill in server defaults in place; ``apply``: the
+    object came through server-side apply; ``custom``: a custom resource, defaulted from its CRD's
+    structural ``schema`` (``openAPIV3Schema``)."""
+    if custom:
+        if schema:
+            schema_defaults(obj, schema, top=True)
+        return
+    try:
+        normalise(obj, apply)
+    except QuantityError as exc:
+        kind = obj.get("kind")
+        raise bad_request(f'{kind} in version "{(obj.get("apiVersion") or "v1").rpartition("/")[2]}" cannot be handled as a {kind}: {exc}') from exc
     kind = obj.get("kind")
     if kind == "Service":
         _service(obj, alloc_ip)
     elif kind in _DEFAULTERS:
         _DEFAULTERS[kind](obj)
+
+
+def schema_defaults(value, schema, top=False):
+    """Structural-schema defaulting of a custom resource (apiextensions ``structuraldefaulting.Default``):
+    an absent property with a ``default`` gets a copy of it, and defaults apply inside defaulted values,
+    object properties, ``additionalProperties`` values and array items. ``metadata`` is never defaulted."""
+    if not isinstance(schema, dict):
+        return
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        for name, sub in props.items():
+            if top and name in ("metadata", "apiVersion", "kind"):
+                continue
+            if isinstance(sub, dict) and "default" in sub and value.get(name) is None and not (name in value and sub.get("nullable")):
+                value[name] = json.loads(json.dumps(sub["default"]))
+        for name, child in value.items():
+            if top and name == "metadata":
+                continue
+            if name in props:
+                schema_defaults(child, props[name])
+            elif isinstance(schema.get("additionalProperties"), dict):
+                schema_defaults(child, schema["additionalProperties"])
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            schema_defaults(item, schema["items"])
+
+
+def prepare_for_create(obj):
+    """What the real registries' create strategies set before the managed fields are computed (so owned by
+    an Update-operation creator, never by an applier): a DaemonSet's template generation, a Job's
+    ``manualSelector`` and its labels copied from its template."""
+    kind = obj.get("kind")
+    spec = obj.get("spec")
+    if kind == "DaemonSet":
+        obj["metadata"]["annotations"] = {**(obj["metadata"].get("annotations") or {}), "deprecated.daemonset.template.generation": "1"}
+    elif kind == "Job" and isinstance(spec, dict):
+        spec.setdefault("manualSelector", False)
+        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+        if not obj["metadata"].get("labels") and labels:
+            obj["metadata"]["labels"] = dict(labels)
+
+
+def finish_create(obj, uid):
+    """What is set once the object has its uid (never owned by anyone): a Job's generated selector and the
+    labels that go with it, on its template and (when they are the template's, as Go's shared map makes
+    them) on the Job."""
+    spec = obj.get("spec")
+    if obj.get("kind") != "Job" or not isinstance(spec, dict) or spec.get("manualSelector"):
+        return
+    name = obj["metadata"]["name"]
+    labels = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name, "controller-uid": uid, "job-name": name}
+    spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    tpl = spec.setdefault("template", {}).setdefault("metadata", {})
+    shared = not obj["metadata"].get("labels") or obj["metadata"]["labels"] == (tpl.get("labels") or {})
+    tpl["labels"] = {**(tpl.get("labels") or {}), **labels}
+    if shared:
+        obj["metadata"]["labels"] = dict(tpl["labels"])
+
+
+def prepare_for_update(old, obj):
+    """Update strategies: a DaemonSet's template generation (kept in the annotation, whatever a writer puts
+    there) is the old one, plus one when the pod template changed."""
+    if obj.get("kind") != "DaemonSet":
+        return
+    key = "deprecated.daemonset.template.generation"
+    try:
+        generation = int((old["metadata"].get("annotations") or {}).get(key, "0"))
+    except ValueError:
+        generation = 0
+    if (old.get("spec") or {}).get("template") != (obj.get("spec") or {}).get("template"):
+        generation += 1
+    if generation:
+        obj["metadata"]["annotations"] = {**(obj["metadata"].get("annotations") or {}), key: str(generation)}
 
 
 def _int_field(obj, path, kind):
@@ -373,6 +564,12 @@ def carry_allocated(old, obj):
     ospec, spec = old.get("spec") or {}, obj.get("spec")
     if not isinstance(spec, dict) or "ExternalName" in (ospec.get("type"), spec.get("type")):
         return
+    if spec.get("type") in ("NodePort", "LoadBalancer"):  # allocated node ports stay with their port
+        allocated = {(p.get("port"), p.get("protocol") or "TCP"): p["nodePort"] for p in ospec.get("ports") or []
+                     if isinstance(p, dict) and p.get("nodePort")}
+        for p in spec.get("ports") or []:
+            if isinstance(p, dict) and not p.get("nodePort") and (p.get("port"), p.get("protocol") or "TCP") in allocated:
+                p["nodePort"] = allocated[(p.get("port"), p.get("protocol") or "TCP")]
     if not spec.get("clusterIP") and ospec.get("clusterIP"):
         spec["clusterIP"] = ospec["clusterIP"]
         if not spec.get("clusterIPs"):

@@ -264,6 +264,16 @@ def format_path(path):
     return out
 
 
+def is_key_field(path):
+    """True if ``path`` names a key field of an associative-list item (kept while the item stays)."""
+    if len(path) < 2 or not path[-2].startswith("k:") or not path[-1].startswith("f:"):
+        return False
+    try:
+        return path[-1][2:] in json.loads(path[-2][2:])
+    except ValueError:
+        return False
+
+
 def owned_within(path, others):
     """True if ``path`` itself or one of its descendants is in ``others``."""
     n = len(path)

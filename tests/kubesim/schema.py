@@ -10,14 +10,18 @@ _KEYED = {
     "volumes": ("name",), "volumeMounts": ("mountPath",), "volumeDevices": ("devicePath",), "imagePullSecrets": ("name",),
     "hostAliases": ("ip",), "conditions": ("type",), "ownerReferences": ("uid",), "resourceClaims": ("name",),
     "schedulingGates": ("name",), "topologySpreadConstraints": ("topologyKey", "whenUnsatisfiable"),
-    "readinessGates": ("conditionType",), "envFrom": None,
+    "readinessGates": ("conditionType",), "envFrom": None, "webhooks": ("name",),
 }
 _PORT_KEYS = {"containers": ("containerPort", "protocol"), "initContainers": ("containerPort", "protocol"),
               "ephemeralContainers": ("containerPort", "protocol"), "spec": ("port", "protocol")}
 _SETS = {"finalizers"}
 # Associative lists whose items are atomic structs (tracked as a whole).
 _ATOMIC_ITEMS = {"ownerReferences"}
-_ATOMIC_MAPS = {"selector", "podSelector", "namespaceSelector", "nodeSelector", "labelSelector", "matchLabels", "scaleTargetRef", "roleRef"}
+_ATOMIC_MAPS = {"selector", "podSelector", "namespaceSelector", "objectSelector", "nodeSelector", "labelSelector", "matchLabels", "roleRef",
+                # +structType=atomic
+                "fieldRef", "resourceFieldRef", "secretKeyRef", "configMapKeyRef"}
+# Lists that are atomic at the root of an object although the same name is keyed elsewhere.
+_ATOMIC_AT_ROOT = {"imagePullSecrets"}
 # Non-pointer structs (and, with "[]", non-omitempty lists) present in a zero-value object of a kind,
 # so never "added" as a whole by an Update.
 _POD_TEMPLATE = ("template", "template.metadata", "template.spec", "template.spec.containers[]")
@@ -106,6 +110,8 @@ class Typed(Ctx):
             return ("map", _PORT_KEYS[parent])
         if name in _SETS and parent == "metadata":
             return ("set", None)
+        if len(self.names) == 1 and name in _ATOMIC_AT_ROOT:
+            return ("atomic", None)
         keys = _KEYED.get(name)
         if keys:
             return ("map", keys)
@@ -178,9 +184,25 @@ class Structural(Ctx):
         return "properties" not in self.node and "additionalProperties" not in self.node
 
 
+class Preserved(Deduced):
+    """A schema node with ``x-kubernetes-preserve-unknown-fields`` and no properties: a typed map itself
+    (not a field-set member), with untyped (deduced) content."""
+
+    def child(self, name):
+        return _DEDUCED
+
+    def records_self(self):
+        return False
+
+
+_DEDUCED = Deduced()
+
+
 def _structural(node):
-    if not node or (node.get("x-kubernetes-preserve-unknown-fields") and not node.get("properties")):
+    if not node:
         return Deduced()
+    if node.get("x-kubernetes-preserve-unknown-fields") and not node.get("properties"):
+        return Preserved() if node.get("type") == "object" else Deduced()
     return Structural(node)
 
 

@@ -10,8 +10,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from . import authz, errors, openapi, resources
+from . import authz, errors, openapi, protobuf, resources
 from .table import to_table, wants_table
+from .unknown import strip_unknown
 
 _AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 _VERSION = {"major": "1", "minor": "36", "emulationMajor": "1", "emulationMinor": "36", "minCompatibilityMajor": "1",
@@ -38,15 +39,21 @@ class Request:
         self.rt = None
         self.group = self.version = self.plural = self.namespace = self.name = self.subresource = None
         self.user = None
+        self.warnings = []
 
     def flag(self, name):
         """Boolean query parameter."""
         return self.query.get(name, "").lower() in ("true", "1")
 
     def json_body(self):
-        """Decoded JSON (or YAML) request body; None if empty."""
+        """Decoded JSON (or YAML, or Kubernetes protobuf: see ``protobuf.py``) request body; None if empty."""
         if not self.body:
             return None
+        if (self.headers.get("Content-Type") or "").split(";")[0].strip() == protobuf.CONTENT_TYPE:
+            try:
+                return protobuf.decode_body(self.body)
+            except protobuf.ProtobufError as exc:
+                raise errors.bad_request(f"error decoding body: {exc}") from exc
         try:
             return json.loads(self.body)
         except ValueError:
@@ -252,8 +259,17 @@ class Router:
         code, body = self._execute(req, rt, verb, manager, dry_run)
         if verb in ("get", "list") and wants_table(req.headers.get("Accept")) and not req.subresource:
             body = to_table(rt, body, req.query.get("includeObject", "PartialObjectMetadata"))
-        handler.send_json(code, body)
+        handler.send_json(code, body, {"Warning": ", ".join(req.warnings)} if req.warnings else None)
         return None
+
+    @staticmethod
+    def _decoded_body(req, rt):
+        """A create/update body as the real server decodes it: undeclared fields dropped (with warnings) or
+        refused (``fieldValidation=Strict``)."""
+        body = req.json_body()
+        if isinstance(body, dict) and not req.subresource:
+            req.warnings += strip_unknown(body, rt, req.query.get("fieldValidation") or "Warn")
+        return body
 
     def _execute(self, req, rt, verb, manager, dry_run):
         c = self.cluster
@@ -268,9 +284,9 @@ class Router:
                 return 201, self.sim.review(req, rt, req.json_body() or {})
             if rt.namespaced and ns is None:
                 raise errors.unknown_resource()
-            return 201, c.create(rt, ns, req.json_body(), manager, dry_run)
+            return 201, c.create(rt, ns, self._decoded_body(req, rt), manager, dry_run)
         if verb == "update":
-            obj, code = c.update(rt, ns, req.name, req.json_body(), manager, dry_run, req.subresource)
+            obj, code = c.update(rt, ns, req.name, self._decoded_body(req, rt), manager, dry_run, req.subresource)
             return code, obj
         if verb == "patch":
             ctype = (req.headers.get("Content-Type") or "").split(";")[0].strip()
@@ -281,7 +297,8 @@ class Router:
             body = _load_apply(req.body) if ptype == "apply" else req.json_body()
             if ptype == "apply":
                 manager = req.query.get("fieldManager")
-            obj, code = c.patch(rt, ns, req.name, ptype, body, manager, dry_run, req.subresource, req.flag("force"))
+            obj, code = c.patch(rt, ns, req.name, ptype, body, manager, dry_run, req.subresource, req.flag("force"),
+                                req.query.get("fieldValidation") or "Warn", req.warnings)
             return code, obj
         options = req.json_body() or {}
         propagation = req.query.get("propagationPolicy") or options.get("propagationPolicy")
@@ -310,7 +327,7 @@ class Router:
                     body = req.json_body()
                     new_scale = json_patch(scale, body) if ctype == "application/json-patch+json" else merge_patch(scale, body)
                 obj["spec"]["replicas"] = (new_scale.get("spec") or {}).get("replicas", 0)
-                obj, _ = c.update(rt, req.namespace, req.name, obj, manager, dry_run)
+                obj, _ = c.update(rt, req.namespace, req.name, obj, manager, dry_run, "scale")
             return 200, _scale_of(obj)
 
     def _dry_run(self, req):

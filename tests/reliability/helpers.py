@@ -24,7 +24,8 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_true, owner_mark, valid_label_value  # noqa: F401
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_true, owner_mark
+from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 FIGURES_FILE = REPO / "build" / "reliability-figures.json"

@@ -291,7 +291,9 @@ def test_concurrent_sync_fails_on_held_lease_without_writing(kubesim, admin, ns,
     deadline = time.time() + 30
     while admin.get_or_none(lease_path) is None and time.time() < deadline:
         time.sleep(0.01)
-    _cs, err = H.sync(c2, stack, cms(ns, [f"z{i:02d}" for i in range(5)]), namespace=ns, record_namespace=ns, lock_timeout=0.3)
+    # the late run replaces the whole stack (an intended prune of every object: past the default prune budget)
+    _cs, err = H.sync(c2, stack, cms(ns, [f"z{i:02d}" for i in range(5)]), namespace=ns, record_namespace=ns, lock_timeout=0.3,
+                      max_prune="100%")
     t.join(120)
     kubesim.configure_faults()
     assert err is not None and "locked by another run" in str(err), err

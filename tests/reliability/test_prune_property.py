@@ -3,12 +3,14 @@
 Hypothesis generates short sequences of repo states for two stacks (objects added, changed,
 removed, moved between the stacks and between namespaces; ConfigMaps, Secrets, cluster-scoped
 ClusterRoles -- sometimes with a stray ``namespace`` in the file --, a custom resource, a Namespace
-owned by a stack, objects with the ignore annotation) interleaved with out-of-band changes (foreign
+and a CRD owned by a stack, objects with the ignore annotation) interleaved with out-of-band changes (foreign
 objects, the stack label copied onto foreign objects with and without the owner annotation,
 whole objects cloned by hand into the other namespace, controller-owned children inheriting labels,
 manual edits by another field manager, labels removed or switched to the other stack, ignore
-annotations added, objects deleted by hand). Each step syncs both stacks, in a
-generated order, with the real engine.
+annotations added, objects deleted by hand, foreign objects of the stack's CRD, a CRD installed by
+someone else with an object of it in the stack's Namespace). Each step syncs both stacks, in a
+generated order, with the real engine -- always through a **stale discovery cache** written when the
+sequence began, before any of its CRDs existed.
 
 Invariants, checked after every sync:
 
@@ -28,6 +30,8 @@ real cluster when ``STACKSYNC_TEST_KUBECONFIG`` is set). Seeded (derandomized): 
 import contextlib
 import itertools
 import os
+import shutil
+import tempfile
 import time
 import uuid
 
@@ -57,7 +61,10 @@ SLOTS = [
 ]
 STACKS = ("a", "b")
 VERBS = (["get"], ["get", "list"], ["watch"])
-OOB_OPS = ("foreign", "copy_label", "child", "edit", "unlabel", "ignore", "delete", "foreign_z", "relabel", "clone")
+OOB_OPS = ("foreign", "copy_label", "child", "edit", "unlabel", "ignore", "delete", "foreign_z", "relabel", "clone",
+           "foreign_thing", "late_kind")
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CRD_GK = ("apiextensions.k8s.io", "CustomResourceDefinition")
 
 # -- strategies -----------------------------------------------------------------------------------
 slot_state = st.one_of(
@@ -73,6 +80,7 @@ slot_state = st.one_of(
 repo_state = st.fixed_dictionaries({
     "slots": st.lists(slot_state, min_size=len(SLOTS), max_size=len(SLOTS)),
     "z": st.sampled_from((False, False, True)),  # stack a declares Namespace <p>-z
+    "crd": st.sampled_from((False, True)),  # stack a declares the CRD of Things (a kind newer than the cache)
 })
 oob_op = st.tuples(st.sampled_from(OOB_OPS), st.integers(0, 60), st.booleans())
 step = st.fixed_dictionaries({
@@ -83,6 +91,7 @@ step = st.fixed_dictionaries({
 sequence = st.lists(step, min_size=2, max_size=3)
 
 EXAMPLES = H.env_int("STACKSYNC_PROPERTY_EXAMPLES", 500)
+BASE_KINDS = frozenset(H.KINDS) | {CRD_GK}
 EXAMPLES_REAL = H.env_int("STACKSYNC_PROPERTY_EXAMPLES_REAL", 20)
 
 
@@ -99,6 +108,8 @@ class Stats:
         self.refused_empty = 0
         self.faults = 0
         self.leases_left = 0
+        self.holders_kept = 0  # Namespace / CRD prunes refused because they held others' objects
+        self.info_checked = 0  # syncs whose prunes were compared with stack_info's would_prune
 
 
 class Sequence:
@@ -122,6 +133,18 @@ class Sequence:
         self.default_ns = {"a": self.ns["x"], "b": self.ns["y"]}
         self.oob_counter = itertools.count()
         self.deletes = []
+        # per-sequence kinds: Things (stack a may declare their CRD) and Gadgets (someone else's CRD)
+        self.thing_group = f"{self.p}.stacksync.io"
+        self.gadget_group = f"g.{self.p}.stacksync.io"
+        self.crd_names = {"Thing": f"things.{self.thing_group}", "Gadget": f"gadgets.{self.gadget_group}"}
+        H.KINDS[(self.thing_group, "Thing")] = (self.thing_group + "/v1",
+                                                "/apis/" + self.thing_group + "/v1/namespaces/{ns}/things", True)
+        H.KINDS[(self.gadget_group, "Gadget")] = (self.gadget_group + "/v1",
+                                                  "/apis/" + self.gadget_group + "/v1/namespaces/{ns}/gadgets", True)
+        H.KINDS.setdefault(CRD_GK, ("apiextensions.k8s.io/v1", CRDS, False))
+        # every sync reads a discovery cache written before any of these kinds existed
+        self.cache_dir = tempfile.mkdtemp(prefix="stacksync-prop-cache-")
+        self.stale_index = discovery.index
         self._orig_request = client.request
         client.request = self._request
 
@@ -144,11 +167,48 @@ class Sequence:
         for oid in snap:
             if not oid.namespace and oid.kind != "Namespace":
                 H.delete_quietly(self.client, H.object_path(oid))
+        for name in self.crd_names.values():
+            H.delete_quietly(self.client, f"{CRDS}/{name}")
+        H.KINDS.pop((self.thing_group, "Thing"), None)
+        H.KINDS.pop((self.gadget_group, "Gadget"), None)
+        shutil.rmtree(self.cache_dir, ignore_errors=True)
+
+    def write_stale_cache(self):
+        """The cache as a run wrote it when the sequence began (fresh time: the engine trusts it)."""
+        Discovery(self.client, cache_dir=self.cache_dir)._save_cache(self.stale_index)
+
+    def crd(self, kind):
+        plural = kind.lower() + "s"
+        group = self.thing_group if kind == "Thing" else self.gadget_group
+        return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": self.crd_names[kind]},
+                "spec": {"group": group, "scope": "Namespaced",
+                         "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": kind + "List"},
+                         "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                             "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+    def served(self, kind, timeout=30):
+        """Wait until the kind's objects can be listed (False if its CRD is gone or going)."""
+        group, plural = (self.thing_group, "things") if kind == "Thing" else (self.gadget_group, "gadgets")
+        deadline = time.time() + timeout
+        while True:
+            crd = self.client.get_or_none(f"{CRDS}/{self.crd_names[kind]}")
+            if crd is None or (crd.get("metadata") or {}).get("deletionTimestamp"):
+                return False
+            try:
+                self.client.list(f"/apis/{group}/v1/{plural}", limit=1)
+                return True
+            except ApiError:
+                if time.time() > deadline:
+                    return False
+                time.sleep(0.1)
 
     # -- model ----------------------------------------------------------------------------------
     def desired(self, repo, stack):
         """``[(ObjectId, manifest)]`` of ``stack`` in ``repo`` (ignored ones included)."""
         out = []
+        if stack == "a" and repo.get("crd"):
+            out.append((ObjectId(*CRD_GK, "", self.crd_names["Thing"]), self.crd("Thing")))
         if stack == "a" and repo["z"]:
             out.append((ObjectId("", "Namespace", "", self.ns["z"]),
                         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ns["z"]}}))
@@ -204,22 +264,39 @@ class Sequence:
         """``{ObjectId: obj}`` of every object of this sequence (by name prefix)."""
         out = {}
         prefix = self.p + "-"
+        crd_suffix = "." + self.thing_group
+        kinds = dict((gk, v) for gk, v in H.KINDS.items()
+                     if gk in BASE_KINDS or gk in ((self.thing_group, "Thing"), (self.gadget_group, "Gadget")))
+
+        def ours(gk, name):
+            if gk == CRD_GK:
+                return name.endswith(crd_suffix)
+            return gk[0] in (self.thing_group, self.gadget_group) or name.startswith(prefix)
+
         if self.sim is not None:  # the simulator's state dump: no HTTP round trips
             dump = self.sim.dump()
-            for (group, kind), (_av, tmpl, namespaced) in H.KINDS.items():
+            for (group, kind), (_av, tmpl, namespaced) in kinds.items():
                 plural = tmpl.rsplit("/", 1)[1]
                 for obj in dump.get(group + "/" + plural if group else plural, ()):
                     meta = obj.get("metadata") or {}
-                    if (meta.get("name") or "").startswith(prefix):
+                    if ours((group, kind), meta.get("name") or ""):
                         oid = ObjectId(group, kind, (meta.get("namespace") or "") if namespaced else "", meta["name"])
                         out[oid] = obj
             return out
-        for (group, kind), (_av, _tmpl, namespaced) in H.KINDS.items():
-            path = (f"/apis/{H.CR_GROUP}/v1/widgets") if kind == "Widget" else (
-                f"/api/v1/{kind.lower()}s" if not group else H.collection_path(group, kind))
-            for obj in self.client.list(path):
+        for (group, kind), (_av, tmpl, namespaced) in kinds.items():
+            if kind == "Widget" or (namespaced and group):
+                path = tmpl.replace("/namespaces/{ns}", "")
+            else:
+                path = f"/api/v1/{kind.lower()}s" if not group else H.collection_path(group, kind)
+            try:
+                items = self.client.list(path)
+            except ApiError as e:
+                if e.is_not_found:
+                    continue  # a per-sequence kind whose CRD does not exist (now)
+                raise
+            for obj in items:
                 meta = obj.get("metadata") or {}
-                if not (meta.get("name") or "").startswith(prefix):
+                if not ours((group, kind), meta.get("name") or ""):
                     continue
                 oid = ObjectId(group, kind, (meta.get("namespace") or "") if namespaced else "", meta["name"])
                 out[oid] = obj
@@ -230,6 +307,14 @@ class Sequence:
         z = self.client.get_or_none("/api/v1/namespaces/" + self.ns["z"])
         if z is not None and (z.get("metadata") or {}).get("deletionTimestamp"):
             H.wait_namespaces_gone(self.client, [self.ns["z"]])
+        for name in self.crd_names.values():
+            deadline = time.time() + 60
+            while True:
+                crd = self.client.get_or_none(f"{CRDS}/{name}")
+                if crd is None or not (crd.get("metadata") or {}).get("deletionTimestamp"):
+                    break
+                assert time.time() < deadline, f"CRD {name} still terminating after 60s"
+                time.sleep(0.2)
 
     def out_of_band(self, op, target, flag, snap):
         """Apply one out-of-band change as another actor would."""
@@ -317,6 +402,26 @@ class Sequence:
             else:
                 body = {"spec": {"size": 99}}
             H.merge_patch(c, oid, body)
+        elif op == "foreign_thing":
+            # someone else's object of the stack's CRD (its deletion would take it along)
+            if ObjectId(*CRD_GK, "", self.crd_names["Thing"]) not in snap or not self.served("Thing"):
+                return
+            z = snap.get(ObjectId("", "Namespace", "", self.ns["z"]))
+            ns = self.ns["z"] if flag and z is not None and not (z.get("metadata") or {}).get("deletionTimestamp") else self.ns["x"]
+            c.create(f"/apis/{self.thing_group}/v1/namespaces/{ns}/things",
+                     {"apiVersion": self.thing_group + "/v1", "kind": "Thing",
+                      "metadata": {"name": f"{self.p}-t{k}", "namespace": ns}, "spec": {"n": k}})
+        elif op == "late_kind":
+            # someone installs a CRD after the cache was written and puts an object of it in the stack's namespace
+            if ObjectId(*CRD_GK, "", self.crd_names["Gadget"]) not in snap:
+                c.create(CRDS, self.crd("Gadget"))
+            if not self.served("Gadget"):
+                return
+            z = snap.get(ObjectId("", "Namespace", "", self.ns["z"]))
+            ns = self.ns["z"] if z is not None and not (z.get("metadata") or {}).get("deletionTimestamp") else self.ns["y"]
+            c.create(f"/apis/{self.gadget_group}/v1/namespaces/{ns}/gadgets",
+                     {"apiVersion": self.gadget_group + "/v1", "kind": "Gadget",
+                      "metadata": {"name": f"{self.p}-g{k}", "namespace": ns}})
         elif op == "foreign_z":
             z = snap.get(ObjectId("", "Namespace", "", self.ns["z"]))
             if z is None or (z.get("metadata") or {}).get("deletionTimestamp"):
@@ -344,8 +449,19 @@ class Sequence:
         by_path = {H.object_path(oid): (oid, obj) for oid, obj in before.items()}
         self.deletes = []
         fault = None if fault_free else self._inject()
-        cs, err = H.sync(self.client, self.stack[s], [m for _oid, m in desired], namespace=self.default_ns[s],
-                         record_namespace=self.ns["x"], discovery=self.discovery, lock_timeout=5 if self.faults else 30)
+        options = dict(namespace=self.default_ns[s], record_namespace=self.ns["x"], discovery_cache_dir=self.cache_dir)
+        would_prune = None
+        if fault is None and desired:  # what stack_info says the sync will delete (it must agree exactly)
+            self.write_stale_cache()
+            report = H.manager(self.client, self.stack[s], **options).inspect([m for _oid, m in desired])
+            would_prune = {(o["kind"], o["namespace"], o["name"]) for o in report["objects"] if o["status"] == "would_prune"}
+        self.write_stale_cache()
+        cs, err = H.sync(self.client, self.stack[s], [m for _oid, m in desired], lock_timeout=5 if self.faults else 30,
+                         **options)
+        if would_prune is not None and err is None:
+            pruned = {(o["kind"], o["namespace"], o["name"]) for o in cs.pruned}
+            assert pruned == would_prune, f"stack_info said {sorted(would_prune)} would be pruned, the sync pruned {sorted(pruned)}"
+            self.stats.info_checked += 1
         if self.faults:
             self.sim.configure_faults()  # drop what the run did not consume
             # a fault on the Lease's release DELETE leaves the Lease held until it expires (60 s, by design):
@@ -403,12 +519,14 @@ class Sequence:
                 oid, self.stack[s], live["metadata"], context)
             assert self.content_matches(oid, manifest, live), "desired {} has drifted content {}; {}".format(
                 oid, {k: live.get(k) for k in ("data", "rules", "spec")}, context)
-        skipped_ns = {(ref.get("name")) for ref in cs.skipped if ref.get("kind") == "Namespace"}
+        skipped_holders = {(ref.get("kind"), ref.get("name")) for ref in cs.skipped
+                           if ref.get("kind") in ("Namespace", "CustomResourceDefinition")}
+        self.stats.holders_kept += len(skipped_holders)
         for oid, obj in after.items():
             if oid in desired_ids or not H.owned(obj, self.stack[s], oid) or H.protected(obj):
                 continue
-            if oid.kind == "Namespace" and (oid.name in skipped_ns or (obj.get("metadata") or {}).get("deletionTimestamp")):
-                continue
+            if (oid.kind, oid.name) in skipped_holders:
+                continue  # kept: it still holds objects that are not this stack's to delete
             if (obj.get("metadata") or {}).get("deletionTimestamp"):
                 continue  # being deleted (foreground / finalizers on a real cluster)
             if fault is not None:
@@ -500,6 +618,7 @@ def test_prune_safety_simulator_figures(kubesim):
     H.record_figures("prune_property_simulator", sequences=SIM_STATS.sequences, steps=SIM_STATS.steps,
                      syncs=SIM_STATS.syncs, out_of_band_changes=SIM_STATS.oob, deletes_checked=SIM_STATS.deletes_checked,
                      pruned=SIM_STATS.pruned, empty_refused=SIM_STATS.refused_empty,
+                     namespaces_and_crds_kept=SIM_STATS.holders_kept, stack_info_compared=SIM_STATS.info_checked,
                      wrongly_deleted=SIM_STATS.wrongly_deleted, examples_setting=EXAMPLES)
     assert SIM_STATS.wrongly_deleted == 0
     assert SIM_STATS.sequences >= min(EXAMPLES, 500) or os.environ.get("STACKSYNC_PROPERTY_EXAMPLES")

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_collections.stacksync.k8s.plugins.module_utils import auth as A
+from ansible_collections.stacksync.k8s.plugins.module_utils import kubeconfig as K
+from ansible_collections.stacksync.k8s.plugins.module_utils import transport as T
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
 
 from tests.conftest import COLLECTIONS_ROOT
@@ -45,7 +47,7 @@ def simple(cluster=None, user=None, namespace=None):
 
 
 def parse(doc, context=None, path=None):
-    return A.config_from_kubeconfig(A.merge_kubeconfigs([(path, doc)]), context)
+    return K.config_from_kubeconfig(K.merge_kubeconfigs([(path, doc)]), context)
 
 
 def write(path, doc):
@@ -61,11 +63,11 @@ def test_merge_first_file_wins_per_name_and_for_current_context(tmp_path):
     second = kubeconfig([("shared", {"server": "https://second"}), ("other", {"server": "https://other"})],
                         [("u1", {"token": "ignored"}), ("u2", {"token": "t2"})],
                         [("a", {"cluster": "other", "user": "u2"}), ("b", {"cluster": "other", "user": "u2"})], "b")
-    merged = A.merge_kubeconfigs([(str(tmp_path / "one"), first), (str(tmp_path / "two"), second)])
+    merged = K.merge_kubeconfigs([(str(tmp_path / "one"), first), (str(tmp_path / "two"), second)])
     assert merged["current-context"] == "a"
-    cfg = A.config_from_kubeconfig(merged)
+    cfg = K.config_from_kubeconfig(merged)
     assert (cfg.host, cfg.token) == ("https://first", "t1")
-    cfg = A.config_from_kubeconfig(merged, "b")
+    cfg = K.config_from_kubeconfig(merged, "b")
     assert (cfg.host, cfg.token) == ("https://other", "t2")
 
 
@@ -73,15 +75,15 @@ def test_current_context_comes_from_the_first_file_that_sets_it(tmp_path):
     without = kubeconfig([("c", {"server": "https://c"})], [("u", {"token": "t"})],
                          [("x", {"cluster": "c", "user": "u"}), ("y", {"cluster": "c", "user": "u", "namespace": "ny"})])
     later = kubeconfig(contexts=[], current="y")
-    assert A.config_from_kubeconfig(A.merge_kubeconfigs([("/a", without), ("/b", later)])).namespace == "ny"
+    assert K.config_from_kubeconfig(K.merge_kubeconfigs([("/a", without), ("/b", later)])).namespace == "ny"
 
 
 def test_kubeconfig_paths_option_then_env_list_then_default(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     env = {"KUBECONFIG": os.pathsep.join(["/one", "", "~/two"])}
-    assert A.kubeconfig_paths(None, env) == ["/one", str(tmp_path / "two")]
-    assert A.kubeconfig_paths("~/opt", env) == [str(tmp_path / "opt")]
-    assert A.kubeconfig_paths(None, {}) == [str(tmp_path / ".kube" / "config")]
+    assert K.kubeconfig_paths(None, env) == ["/one", str(tmp_path / "two")]
+    assert K.kubeconfig_paths("~/opt", env) == [str(tmp_path / "opt")]
+    assert K.kubeconfig_paths(None, {}) == [str(tmp_path / ".kube" / "config")]
 
 
 def test_read_skips_missing_and_empty_files_of_a_list(tmp_path):
@@ -136,8 +138,8 @@ def test_relative_paths_resolve_against_the_file_that_holds_them(tmp_path):
     clusters = kubeconfig([("c", {"server": "https://c/", "certificate-authority": "pki/ca.crt"})],
                           contexts=[("ctx", {"cluster": "c", "user": "u"})], current="ctx")
     users = kubeconfig(users=[("u", {"client-certificate": "u.crt", "client-key": "/abs/u.key", "tokenFile": "tok"})])
-    merged = A.merge_kubeconfigs([(str(tmp_path / "a" / "config"), clusters), (str(tmp_path / "b" / "users"), users)])
-    cfg = A.config_from_kubeconfig(merged)
+    merged = K.merge_kubeconfigs([(str(tmp_path / "a" / "config"), clusters), (str(tmp_path / "b" / "users"), users)])
+    cfg = K.config_from_kubeconfig(merged)
     assert cfg.host == "https://c"
     assert cfg.ca_file == str(tmp_path / "a" / "pki" / "ca.crt")
     assert cfg.cert_file == str(tmp_path / "b" / "u.crt") and cfg.key_file == "/abs/u.key"
@@ -165,7 +167,7 @@ def test_token_file_wins_when_readable(tmp_path):
     (tmp_path / "tok").write_text("from-file\n")
     cfg = parse(simple(user={"token": SECRET, "tokenFile": "tok"}), path=str(tmp_path / "config"))
     A._read_token_file(cfg)
-    assert A.static_authorization(cfg) == "Bearer from-file"
+    assert K.static_authorization(cfg) == "Bearer from-file"
     cfg = parse(simple(user={"token": SECRET, "tokenFile": "missing"}), path=str(tmp_path / "config"))
     A._read_token_file(cfg)
     assert cfg.token == SECRET
@@ -176,8 +178,8 @@ def test_token_file_wins_when_readable(tmp_path):
 
 def test_username_password_give_basic_auth():
     cfg = parse(simple(user={"username": "admin", "password": SECRET}))
-    assert A.static_authorization(cfg) == "Basic " + b64("admin:" + SECRET)
-    assert A.static_authorization(parse(simple(user={}))) is None
+    assert K.static_authorization(cfg) == "Basic " + b64("admin:" + SECRET)
+    assert K.static_authorization(parse(simple(user={}))) is None
 
 
 @pytest.mark.parametrize("plugin", ["exec", "auth-provider"])
@@ -190,12 +192,12 @@ def test_credential_plugins_are_marked_for_the_kubernetes_package(plugin):
 def test_options_override_the_kubeconfig():
     cfg = parse(simple(cluster={"server": "https://c", "certificate-authority-data": b64("CA"), "proxy-url": "http://p"},
                        user={"token": "kubeconfig-token", "client-certificate-data": b64("C")}))
-    A.apply_auth_options(cfg, {"host": "https://opt/", "api_key": "opt-token", "validate_certs": False, "ca_cert": "/ca",
+    K.apply_auth_options(cfg, {"host": "https://opt/", "api_key": "opt-token", "validate_certs": False, "ca_cert": "/ca",
                                "client_cert": "/c", "proxy": "http://opt-proxy", "no_proxy": "x"})
     assert (cfg.host, cfg.token, cfg.verify_ssl, cfg.ca_file, cfg.ca_data) == ("https://opt", "opt-token", False, "/ca", None)
     assert (cfg.cert_file, cfg.cert_data, cfg.proxy, cfg.no_proxy) == ("/c", None, "http://opt-proxy", "x")
-    cfg = A.apply_auth_options(parse(simple()), {"username": "me", "password": "pw"})
-    assert A.static_authorization(cfg) == "Basic " + b64("me:pw")
+    cfg = K.apply_auth_options(parse(simple()), {"username": "me", "password": "pw"})
+    assert K.static_authorization(cfg) == "Basic " + b64("me:pw")
 
 
 def test_exec_user_loads_through_the_kubernetes_package_with_the_selected_context(tmp_path, monkeypatch):
@@ -203,7 +205,7 @@ def test_exec_user_loads_through_the_kubernetes_package_with_the_selected_contex
 
     def fake(kubeconfig=None, context=None, persist_config=None, in_cluster=False):
         calls.append((kubeconfig, context, persist_config, in_cluster))
-        return A.ClusterConfig("https://from-package")
+        return K.ClusterConfig("https://from-package")
 
     monkeypatch.setattr(A, "_kubernetes_config", fake)
     doc = simple(user={"exec": {"command": "x", "apiVersion": "client.authentication.k8s.io/v1"}}, namespace="ns")
@@ -218,7 +220,7 @@ def test_in_cluster_first_only_without_kubeconfig_and_context(tmp_path, monkeypa
 
     def fake(kubeconfig=None, context=None, persist_config=None, in_cluster=False):
         calls.append(in_cluster)
-        return A.ClusterConfig("https://in-cluster") if in_cluster else None
+        return K.ClusterConfig("https://in-cluster") if in_cluster else None
 
     monkeypatch.setattr(A, "_kubernetes_config", fake)
     monkeypatch.setattr(A, "_in_cluster", lambda environ: True)
@@ -233,7 +235,7 @@ def test_in_cluster_first_only_without_kubeconfig_and_context(tmp_path, monkeypa
 def test_host_with_credentials_needs_no_kubeconfig():
     cfg, namespace = A.load_configuration(A.resolve_auth_params({"host": "https://h/", "api_key": "t"}, {}),
                                           {"KUBECONFIG": "/does/not/exist"})
-    assert (cfg.host, A.static_authorization(cfg), namespace) == ("https://h", "Bearer t", None)
+    assert (cfg.host, K.static_authorization(cfg), namespace) == ("https://h", "Bearer t", None)
 
 
 # -- real HTTPS against the simulator -------------------------------------------------------------
@@ -370,14 +372,14 @@ def mtls_server(tmp_path):
 def test_client_certificate_data_never_stays_on_disk(mtls_server, monkeypatch):
     url, ca, crt, key = mtls_server
     created = []
-    real_mkstemp = A.tempfile.mkstemp
+    real_mkstemp = T.tempfile.mkstemp
 
     def mkstemp(*args, **kwargs):
         fd, path = real_mkstemp(*args, **kwargs)
         created.append((path, os.stat(path).st_mode & 0o777))
         return fd, path
 
-    monkeypatch.setattr(A.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(T.tempfile, "mkstemp", mkstemp)
     doc = simple(cluster={"server": url, "certificate-authority-data": b64(ca.read_bytes())},
                  user={"client-certificate-data": b64(crt.read_bytes()), "client-key-data": b64(key.read_bytes())})
     client, _ns = A.build_client({"kubeconfig": doc}, environ={})

@@ -1,10 +1,18 @@
 """Unit tests: where a stacksync.k8s.stack task runs (controller process or module process)."""
 
+import json
 import os
 import sys
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import module_process_reasons, same_python
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import (
+    describe_origin,
+    effective_interpreter,
+    interpreter_reason,
+    module_process_reasons,
+    same_python,
+    task_reasons,
+)
 
 PY = sys.executable
 
@@ -64,3 +72,142 @@ def test_same_python_is_the_same_virtualenv_not_only_the_same_binary(tmp_path):
     assert not same_python(str(base), own)
     assert not same_python("python3", own)  # relative: resolved on the target's PATH
     assert not same_python("", own) and not same_python(None, own) and not same_python(own, None)
+
+
+# --- the effective interpreter, as ansible-core resolves it (module_common._get_shebang) ---------------------------
+
+
+@pytest.fixture
+def config_manager(tmp_path, monkeypatch):
+    """ansible-core's own config manager reading a given ansible.cfg (or none) and the environment."""
+    from ansible.config.manager import ConfigManager
+
+    monkeypatch.delenv("ANSIBLE_PYTHON_INTERPRETER", raising=False)
+
+    def make(interpreter_python=None):
+        cfg = tmp_path / "ansible.cfg"
+        cfg.write_text("[defaults]\n" + (f"interpreter_python = {interpreter_python}\n" if interpreter_python else ""))
+        return ConfigManager(conf_file=str(cfg))
+
+    return make
+
+
+def resolve(manager, variables, discovered=None):
+    value, origin = manager.get_config_value_and_origin("INTERPRETER_PYTHON", variables=variables)
+    return effective_interpreter(value, origin, discovered=discovered)
+
+
+def test_a_host_variable_sets_the_interpreter_and_wins_over_environment_and_config(config_manager, monkeypatch):
+    monkeypatch.setenv("ANSIBLE_PYTHON_INTERPRETER", "/env/python3")
+    manager = config_manager("/cfg/python3")
+    assert resolve(manager, {"ansible_python_interpreter": PY}) == (PY, "variable ansible_python_interpreter")
+
+
+def test_the_environment_sets_the_interpreter_over_ansible_cfg(config_manager, monkeypatch):
+    monkeypatch.setenv("ANSIBLE_PYTHON_INTERPRETER", PY)
+    assert resolve(config_manager("/cfg/python3"), {}) == (PY, "environment variable ANSIBLE_PYTHON_INTERPRETER")
+
+
+def test_ansible_cfg_sets_the_interpreter(config_manager, tmp_path):
+    assert resolve(config_manager(PY), {}) == (PY, "interpreter_python in %s" % (tmp_path / "ansible.cfg"))
+
+
+@pytest.mark.parametrize("mode", ["auto", "auto_silent", "auto_legacy", "auto_legacy_silent", " auto_silent "])
+def test_a_discovery_mode_means_the_discovered_interpreter(config_manager, mode):
+    manager = config_manager()
+    variables = {"ansible_python_interpreter": mode}
+    assert resolve(manager, variables, discovered=PY) == (
+        PY, f"interpreter discovery ({mode.strip()}, from variable ansible_python_interpreter)")
+    # not discovered yet for this host: the caller runs discovery
+    assert resolve(manager, variables) == (
+        None, f"interpreter discovery ({mode.strip()}, from variable ansible_python_interpreter)")
+
+
+def test_nothing_set_is_discovery_by_default(config_manager):
+    assert resolve(config_manager(), {}) == (None, "interpreter discovery (auto, from the default)")
+    assert resolve(config_manager(), {}, discovered="/usr/bin/python3") == (
+        "/usr/bin/python3", "interpreter discovery (auto, from the default)")
+    assert effective_interpreter("", "var: ansible_python_interpreter") == (
+        None, "interpreter discovery (auto, from variable ansible_python_interpreter)")
+
+
+def test_a_connection_that_runs_modules_on_the_controller_uses_the_playbook_python():
+    # network connections (_remote_is_local): ansible-core ignores INTERPRETER_PYTHON and uses ansible_playbook_python
+    assert effective_interpreter("/usr/bin/python3", "default", remote_is_local=True, playbook_python=PY)[0] == PY
+
+
+@pytest.mark.parametrize("origin, words", [
+    ("var: ansible_python_interpreter", "variable ansible_python_interpreter"),
+    ("env: ANSIBLE_PYTHON_INTERPRETER", "environment variable ANSIBLE_PYTHON_INTERPRETER"),
+    ("/etc/ansible/ansible.cfg", "interpreter_python in /etc/ansible/ansible.cfg"),
+    ("default", "the default"),
+    (None, "the default"),
+])
+def test_describe_origin(origin, words):
+    assert describe_origin(origin) == words
+
+
+def test_the_reason_names_the_interpreter_and_how_it_was_set():
+    how = "environment variable ANSIBLE_PYTHON_INTERPRETER"
+    assert interpreter_reason(PY, PY, how) is None
+    assert interpreter_reason("/usr/bin/python3", PY, how) == (
+        f"the Python interpreter /usr/bin/python3 ({how}) is not the controller's Python {PY}")
+    reasons = module_process_reasons("local", interpreter="/usr/bin/python3", controller_python=PY, interpreter_how=how)
+    assert reasons == [interpreter_reason("/usr/bin/python3", PY, how)]
+    assert module_process_reasons("local", interpreter=PY, controller_python=PY, interpreter_how=how) == []
+
+
+def test_task_reasons_ignore_the_interpreter():
+    assert task_reasons("local") == []
+    assert task_reasons("ssh", become=True) == ["connection ssh is not local", "become is on"]
+
+
+# --- the module process's arguments: validated once without copying the manifests; manifests read from a file -----
+
+MANIFESTS = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}} for i in range(3)]
+
+
+@pytest.mark.parametrize("args", [
+    dict(name="s", resources=MANIFESTS),
+    dict(name="s", resources=[*MANIFESTS, '{"apiVersion": "v1", "kind": "ConfigMap"}']),  # a JSON string: converted
+    dict(name="s", resources=None),
+    dict(name="s"),
+    dict(name="s", resources=MANIFESTS, src="/tmp"),  # mutually exclusive
+    dict(name="s", resources=MANIFESTS, resources_file="/tmp/x.json"),
+    dict(name="s", resources=MANIFESTS, bogus=1),
+    dict(resources=MANIFESTS),  # name missing
+    dict(name="s", resources=MANIFESTS, concurrency="many"),
+])
+def test_validate_is_the_argument_spec_validator_without_the_copy(args):
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    from ansible_collections.stacksync.k8s.plugins.action.stack import validate
+    from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE
+
+    expected = ArgumentSpecValidator(ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE).validate(args)
+    got = validate(args)
+    assert got.error_messages == expected.error_messages
+    if not expected.error_messages:
+        assert got.validated_parameters == expected.validated_parameters
+
+
+def test_validate_keeps_the_manifests_as_they_are():
+    from ansible_collections.stacksync.k8s.plugins.action.stack import validate
+
+    assert validate(dict(name="s", resources=MANIFESTS)).validated_parameters["resources"] is MANIFESTS
+
+
+def test_read_resources_file(tmp_path):
+    from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, read_resources_file
+
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(MANIFESTS))
+    assert read_resources_file(str(path)) == MANIFESTS
+    for content, message in (('{"kind": "ConfigMap"}', "not a JSON list of mappings"),
+                             ('["ConfigMap"]', "not a JSON list of mappings"),
+                             ("[{", "Expecting")):
+        path.write_text(content)
+        with pytest.raises(RunFailed) as e:
+            read_resources_file(str(path))
+        assert e.value.msg.startswith(f"resources_file {path}: ") and message in e.value.msg
+    with pytest.raises(RunFailed, match="No such file"):
+        read_resources_file(str(tmp_path / "missing.json"))

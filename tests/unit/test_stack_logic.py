@@ -4,8 +4,10 @@ import base64
 import json
 
 import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils import contents
 from ansible_collections.stacksync.k8s.plugins.module_utils import objects as o
 from ansible_collections.stacksync.k8s.plugins.module_utils import plan as p
+from ansible_collections.stacksync.k8s.plugins.module_utils import validation as v
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
     CHECKSUM_ANNOTATION,
     IGNORE_ANNOTATION,
@@ -92,8 +94,8 @@ def test_owner_mark_is_bound_to_identity():
     ],
 )
 def test_validate_manifest(manifest, message):
-    with pytest.raises(o.ManifestError, match=message):
-        o.validate_manifest(manifest, 0)
+    with pytest.raises(v.ManifestError, match=message):
+        v.validate_manifest(manifest, 0)
 
 
 def test_strip_source_does_not_touch_input():
@@ -154,8 +156,8 @@ def test_secret_redaction_marks_changed_keys_only():
     after = {"kind": "Secret", "data": {"a": "QQ==", "b": "Qw==", "c": "RA=="}}
     d = object_diff(before, after, secret=True)
     text = json.dumps(d)
-    for v in ("QQ==", "Qg==", "Qw==", "RA==", "{secret}"):
-        assert v not in text
+    for value in ("QQ==", "Qg==", "Qw==", "RA==", "{secret}"):
+        assert value not in text
     assert d["after"]["data"] == {"a": "<redacted>", "b": "<redacted, changed>", "c": "<redacted, changed>"}
     assert redact_secret(None) is None
 
@@ -203,12 +205,14 @@ def test_namespace_blockers_ignore_what_the_cluster_puts_there():
         (ObjectId("", "ConfigMap", ns, "openshift-service-ca.crt"), {}),
         (ObjectId("", "Event", ns, "e"), {}),
         (ObjectId("", "ConfigMap", ns, "mine"), {}),
+        (ObjectId("", "Service", ns, "svc"), {"metadata": {"uid": "svc-uid"}}),
         (ObjectId("", "Endpoints", ns, "svc"), {}),
-        (ObjectId("discovery.k8s.io", "EndpointSlice", ns, "svc-x"), {"metadata": {"ownerReferences": [{}]}}),
+        # owned by the Service being pruned (an owner that stays would keep the namespace: test_plan.py)
+        (ObjectId("discovery.k8s.io", "EndpointSlice", ns, "svc-x"), {"metadata": {"ownerReferences": [{"uid": "svc-uid"}]}}),
         (ObjectId("", "ConfigMap", ns, "users"), {}),
         (ObjectId("", "ServiceAccount", ns, "robot"), {}),
     ]
-    assert p.namespace_blockers(ns, objs, prune) == [ObjectId("", "ConfigMap", ns, "users"), ObjectId("", "ServiceAccount", ns, "robot")]
+    assert contents.namespace_blockers(ns, objs, prune) == [ObjectId("", "ConfigMap", ns, "users"), ObjectId("", "ServiceAccount", ns, "robot")]
 
 
 # -- discovery --------------------------------------------------------------------------------
@@ -285,5 +289,5 @@ def test_namespace_scan_rounds_skip_events_and_put_likely_holders_first():
              ResourceInfo("", "v1", "Namespace", "namespaces", False, verbs),
              ResourceInfo("example.com", "v1", "Widget", "widgets", True, verbs),
              ResourceInfo("apps", "v1", "Deployment", "deployments", True, verbs)]
-    first, rest = p.namespace_scan_rounds(infos)
+    first, rest = contents.namespace_scan_rounds(infos)
     assert [i.kind for i in first] == ["ConfigMap", "Deployment"] and [i.kind for i in rest] == ["Widget"]

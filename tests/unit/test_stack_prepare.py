@@ -5,6 +5,7 @@ import base64
 
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils import objects as o
+from ansible_collections.stacksync.k8s.plugins.module_utils import validation as v
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOURCE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import DiscoveryIndex, ResourceInfo, UnknownKind
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
@@ -144,8 +145,8 @@ def test_size_counts_the_body_as_sent_and_the_object_as_stored():
     # the client sends ASCII JSON (a non-ASCII character becomes a 6-byte escape); etcd stores UTF-8
     oid = ObjectId("example.com", "Blob", "ns", "b")
     blob = {"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": "b"}, "spec": {"v": "\u00e9" * (MIB // 2)}}
-    assert "request size limit" in o.size_problem(blob, oid)
+    assert "request size limit" in v.size_problem(blob, oid)
     blob["spec"]["v"] = "\u00e9" * (MIB // 3)  # 2 MiB sent, 0.67 MiB stored: fine
-    assert o.size_problem(blob, oid) is None
+    assert v.size_problem(blob, oid) is None
     blob["spec"]["v"] = "e" * (MIB // 3)
-    assert o.size_problem(blob, oid) is None
+    assert v.size_problem(blob, oid) is None

@@ -1,0 +1,239 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Apply: server-side apply stage by stage (parallel within a stage).
+
+Stage 0 (Namespaces, CRDs) comes first; before stage 1 the CRDs applied are waited for until
+Established and discovery is read again, so custom resources of the same stack can be applied.
+An immutable-field refusal fails the object, or deletes and recreates it when asked. Every stage
+starts only while the run still holds its lock.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.stacksync.k8s.plugins.module_utils import changeset as C
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import JSON_PATCH, ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.diff import object_diff
+from ansible_collections.stacksync.k8s.plugins.module_utils.drift import foreign_tool, takeover_patch
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, redact_secret_message, ssa_policy
+from ansible_collections.stacksync.k8s.plugins.module_utils.plan import CRD_GK, NAMESPACE_GK, by_stage
+from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, is_ready
+
+#: first delay (seconds) when polling for CRDs to be Established; doubles up to ``poll_interval``
+FIRST_POLL_DELAY = 0.05
+
+
+class ApplyError(Exception):
+    """The run cannot go on (CRDs not Established, kinds not served)."""
+
+
+def api_message(d, text):
+    """An API error message about desired object ``d``: a Secret's values never appear in it."""
+    return redact_secret_message(text, d.manifest) if is_secret(d.oid) else text
+
+
+def backoff(poll_interval):
+    """Delays between polls: from FIRST_POLL_DELAY, doubling up to ``poll_interval`` (then constant)."""
+    delay = min(FIRST_POLL_DELAY, poll_interval)
+    while True:
+        yield delay
+        delay = min(delay * 2, poll_interval)
+
+
+class Applier:
+    """Applies desired objects for one run. ``ensure_lock()`` raises once the run lost its lock."""
+
+    def __init__(self, client, discovery, opts, map_fn, ensure_lock):
+        self.client = client
+        self.discovery = discovery
+        self.opts = opts
+        self.map = map_fn
+        self.ensure_lock = ensure_lock
+        self.crds_ready = False
+        self.new_namespaces = set()
+        self.notes = []
+
+    def apply_one(self, d, live, dry_run):
+        """Apply one object; returns ``(action, object, error message or None)``.
+
+        Fields that people's tools own are taken over first (:func:`.drift.takeover_patch`), so the
+        apply removes what git does not say; an object we did not own yet is applied, then taken over
+        and applied again (adoption in one run). The merge policy takes nothing over.
+        """
+        path = d.info.object_path(d.oid.namespace, d.oid.name)
+        take = not dry_run and ssa_policy(d.manifest) != "merge"
+        try:
+            if take and live is not None:
+                self.take_over(path, live)
+            status, obj = self.client.apply(path, d.manifest, self.opts.field_manager, force=self.opts.force_conflicts,
+                                            dry_run=dry_run, with_status=True)
+            if take and live is None and status != 201 and self.take_over(path, obj):
+                obj = self.client.apply(path, d.manifest, self.opts.field_manager, force=self.opts.force_conflicts)
+        except ApiError as e:
+            return self._refused(d, live, path, e, dry_run)
+        self._foreign_tool(d, obj)
+        return (C.CREATED if live is None and status == 201 else C.CONFIGURED), obj, None
+
+    def take_over(self, path, live):
+        """Move people's tools' field ownership to our manager (guarded by resourceVersion); True if done.
+        A conflict (the object changed meanwhile) is left for the apply: the next run takes over."""
+        patch = takeover_patch(live, self.opts.field_manager, self.opts.takeover)
+        if patch is None:
+            return False
+        try:
+            self.client.request("PATCH", path, body=patch, content_type=JSON_PATCH)
+        except ApiError as e:
+            if e.is_conflict or e.status == 422:
+                return False
+            raise
+        return True
+
+    def _foreign_tool(self, d, obj):
+        tool = foreign_tool(obj or {})
+        if tool and not foreign_tool(d.manifest):  # marks that come from git itself are git's
+            self.notes.append("%s is also managed by %s; both will keep changing it (remove it from one of them)"
+                              % (d.named(), tool))
+
+    def _refused(self, d, live, path, e, dry_run):
+        fields = e.immutable_fields()
+        if fields and (self.opts.recreate_on_immutable or d.recreate):
+            return (C.CONFIGURED, None, None) if dry_run else self.recreate(d, path, fields)
+        if fields:
+            return None, None, ("%s: cannot change immutable field(s) %s (set recreate_on_immutable or the "
+                                "stacksync.io/recreate-on-immutable annotation to delete and recreate it): %s"
+                                % (d.oid, ", ".join(fields), api_message(d, e.message)))
+        if dry_run and e.is_not_found and (d.from_crd or d.oid.namespace in self.new_namespaces):
+            # check mode: its CRD or namespace would be created by this run, so the dry run cannot see it
+            return (C.CREATED if live is None else C.CONFIGURED), None, None
+        if dry_run and e.is_not_found and d.oid.namespace and ('namespaces "%s" not found' % d.oid.namespace) in e.message:
+            # check mode: the namespace may come from another source of the same sync; report, don't fail
+            self.notes.append("%s: namespace %s does not exist (yet); the dry run could not check this object"
+                              % (d.named(), d.oid.namespace))
+            return C.CREATED, None, None
+        return None, None, "%s: apply failed: %s" % (d.oid, api_message(d, e.describe()))
+
+    def recreate(self, d, path, fields):
+        try:
+            self.client.delete(path, propagation_policy="Foreground")
+        except ApiError as e:
+            if not e.is_not_found:
+                return None, None, "%s: immutable field(s) %s changed and delete failed: %s" % (
+                    d.oid, ", ".join(fields), api_message(d, e.describe()))
+        deadline = time.time() + self.opts.wait_timeout
+        while self.client.get_or_none(path) is not None:
+            if time.time() > deadline:
+                return None, None, "%s: timed out waiting for the old object to go away before recreating it" % (d.oid,)
+            time.sleep(self.opts.poll_interval)
+        try:
+            obj = self.client.apply(path, d.manifest, self.opts.field_manager, force=self.opts.force_conflicts)
+        except ApiError as e:
+            return None, None, "%s: recreate failed: %s" % (d.oid, api_message(d, e.describe()))
+        return C.CONFIGURED, obj, None
+
+    def apply_all(self, to_apply, ours, changeset, dry_run):
+        """Apply stage by stage; returns ``[(Desired, live object)]`` written."""
+        written = []
+        for stage, items in by_stage(to_apply, key=lambda d: d.oid):
+            if stage > 0:
+                self.after_prerequisites(to_apply, dry_run)
+            if not dry_run:
+                self.ensure_lock()
+            results = self.map(lambda d: self._one(d, ours, dry_run), items)
+            for note in self.notes:
+                changeset.warn(note)
+            del self.notes[:]
+            for d, before, action, obj, error in results:
+                self._report(d, before, action, obj, error, changeset, written)
+        return written
+
+    def _one(self, d, ours, dry_run):
+        live = ours.get(d.oid, (None, None))[1]
+        before = live
+        if self.opts.diff and before is None and not d.from_crd:
+            before = self.client.get_or_none(d.info.object_path(d.oid.namespace, d.oid.name))
+        action, obj, error = self.apply_one(d, live, dry_run)
+        return d, before, action, obj, error
+
+    def _report(self, d, before, action, obj, error, changeset, written):
+        if d.oid.group_kind == NAMESPACE_GK and action == C.CREATED:
+            self.new_namespaces.add(d.oid.name)
+        if error:
+            changeset.add(d.oid, d.api_version, C.FAILED, C.PHASE_APPLY, reason=error)
+            return
+        changeset.add(d.oid, d.api_version, action, C.PHASE_APPLY, **({"drift": d.drift} if d.drift else {}))
+        if self.opts.diff:
+            entry = object_diff(before, obj if obj is not None else d.manifest, is_secret(d.oid))
+            entry["before_header"] = entry["after_header"] = str(d.oid)
+            changeset.diff.append(entry)
+        if obj is not None:
+            written.append((d, obj))
+
+    def after_prerequisites(self, to_apply, dry_run):
+        """Before stage > 0: CRDs we applied must be Established and their kinds discovered."""
+        if dry_run or self.crds_ready:
+            return
+        self.crds_ready = True
+        crds = [d for d in to_apply if d.oid.group_kind == CRD_GK]
+        needs_crd = [d for d in to_apply if d.from_crd]
+        if not crds and not needs_crd:
+            return
+        deadline = time.time() + self.opts.crd_timeout
+        delays = backoff(self.opts.poll_interval)
+        self._wait_established(crds, deadline, delays)
+        # aggregated discovery can lag behind Established: poll until every kind we need is served
+        while True:
+            index = self.discovery.refresh()
+            missing = [d for d in needs_crd if index.lookup(d.oid.group, d.oid.kind, d.info.version) is None]
+            if not missing:
+                break
+            if time.time() > deadline:
+                raise ApplyError("kinds not served after their CRDs were applied: " + ", ".join(
+                    sorted(set(group_kind_str(*d.oid.group_kind) for d in missing))))
+            time.sleep(next(delays))
+        for d in needs_crd:
+            d.info = index.lookup(d.oid.group, d.oid.kind, d.info.version)
+            d.from_crd = False
+
+    def _wait_established(self, crds, deadline, delays):
+        def established(d):
+            obj = self.client.get_or_none(d.info.object_path("", d.oid.name))
+            try:
+                return obj is not None and is_ready(d.oid, obj)
+            except NotReady as e:  # e.g. NamesAccepted=False: waiting will not help
+                raise ApplyError("%s: %s" % (d.named(), e)) from None
+
+        pending = list(crds)
+        while pending:
+            pending = [d for d, ok in zip(pending, self.map(established, pending)) if not ok]
+            if not pending:
+                return
+            if time.time() > deadline:
+                names = ", ".join(d.oid.name for d in pending)
+                raise ApplyError("CRDs not Established after %ss: %s" % (self.opts.crd_timeout, names))
+            time.sleep(next(delays))
+
+
+def foreign_owned(client, desired, ours, map_fn):
+    """``[(Desired, tool)]``: desired objects not yet ours that another deployment tool manages (one GET each)."""
+    def check(d):
+        live = client.get_or_none(d.info.object_path(d.oid.namespace, d.oid.name))
+        tool = foreign_tool(live or {})
+        return d, (tool if tool and not foreign_tool(d.manifest) else None)
+
+    todo = [d for d in desired if d.oid not in ours and not d.from_crd]
+    return [(d, tool) for d, tool in map_fn(check, todo) if tool]
+
+
+def shared_objects(desired, snap, opts, changeset):
+    """Desired objects another stack claims: a warning each (taken over), or an error with ``fail_on_shared``."""
+    shared = [(d, snap.others[d.oid]) for d in desired if d.oid in snap.others and not d.ignored]
+    if shared and opts.fail_on_shared:
+        raise ApplyError("objects belong to other stacks (fail_on_shared is set): " + "; ".join(
+            "%s (stack %r)" % (d.named(), other) for d, other in shared[:20]))
+    for d, other in shared:
+        changeset.warn("%s belonged to stack %r; stack %r takes it over" % (d.named(), other, opts.stack))

@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a run did (or would do): one typed entry per object and outcome.
+
+Modelled on fluxcd/pkg ``ssa``'s ChangeSet: every step returns entries with the object's identity, an
+action (one of the constants below), the phase it belongs to, and for objects left alone a reason
+code (:mod:`.reasons`) and message. :meth:`ChangeSet.result` turns them into the module's documented
+return values; the role's summary reads those fields, never message text.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from collections import namedtuple
+
+CREATED = "created"
+CONFIGURED = "configured"
+UNCHANGED = "unchanged"
+PRUNED = "pruned"
+SKIPPED = "skipped"
+FAILED = "failed"
+TERMINATING = "terminating"
+RELEASED = "released"
+APPLY_ACTIONS = (CREATED, CONFIGURED, UNCHANGED)
+
+PHASE_APPLY = "apply"
+PHASE_PRUNE = "prune"
+
+
+class Entry(namedtuple("Entry", ["oid", "api_version", "action", "phase", "code", "reason", "extra"])):
+    """One object's outcome. ``code`` is a :mod:`.reasons` constant for skipped / kept objects."""
+
+    __slots__ = ()
+
+    def ref(self):
+        """The entry as the module returns it (see the module's RETURN)."""
+        out = {"apiVersion": self.api_version, "kind": self.oid.kind, "namespace": self.oid.namespace or None,
+               "name": self.oid.name}
+        if self.action in APPLY_ACTIONS:
+            out["action"] = self.action
+        if self.action in (SKIPPED, TERMINATING, FAILED):
+            out["reason"] = self.reason
+        if self.action == SKIPPED:
+            out["code"] = self.code
+            out["phase"] = self.phase
+        out.update(self.extra or {})
+        return out
+
+
+class ChangeSet:
+    """Entries of a run, its warnings, errors (messages of failed objects and of the run) and diffs."""
+
+    def __init__(self):
+        self.entries = []
+        self.warnings = []
+        self.errors = []
+        self.diff = []
+        self.checksum = None
+
+    def add(self, oid, api_version, action, phase, code=None, reason=None, **extra):
+        entry = Entry(oid, api_version, action, phase, code, reason, extra)
+        self.entries.append(entry)
+        if action == FAILED:
+            self.errors.append(reason)
+        return entry
+
+    def warn(self, message):
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def reset(self, keep_warnings):
+        """Forget everything but the first ``keep_warnings`` warnings (the run plans again)."""
+        self.entries, self.errors, self.diff = [], [], []
+        del self.warnings[keep_warnings:]
+
+    def _refs(self, *actions):
+        return [e.ref() for e in self.entries if e.action in actions]
+
+    @property
+    def applied(self):
+        return self._refs(*APPLY_ACTIONS)
+
+    @property
+    def pruned(self):
+        return self._refs(PRUNED)
+
+    @property
+    def skipped(self):
+        return self._refs(SKIPPED)
+
+    @property
+    def terminating(self):
+        return self._refs(TERMINATING)
+
+    @property
+    def released(self):
+        return self._refs(RELEASED)
+
+    def count(self, action):
+        return sum(1 for e in self.entries if e.action == action)
+
+    @property
+    def counts(self):
+        actions = (CREATED, CONFIGURED, UNCHANGED, PRUNED, SKIPPED, TERMINATING, RELEASED)
+        return dict((action, self.count(action)) for action in actions)
+
+    @property
+    def changed(self):
+        return any(e.action in (CREATED, CONFIGURED, PRUNED, RELEASED) for e in self.entries)
+
+    def result(self):
+        """The module's return values. Skipped objects go under ``skipped_objects``: Ansible reads a
+        true ``skipped`` key as "this task was skipped". Warnings are emitted with ``module.warn()``."""
+        return dict(changed=self.changed, applied=self.applied, pruned=self.pruned, skipped_objects=self.skipped,
+                    terminating=self.terminating, released=self.released, checksum=self.checksum, counts=self.counts)

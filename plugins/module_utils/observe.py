@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Observe: read the stack's record and its live objects.
+
+One label-selected, paginated list per group/kind in (recorded | desired), all namespaces; these
+lists serve both the no-op check and the prune plan. A kind that cannot be listed is *unverified*:
+warned about, never guessed (its objects are neither checked nor pruned).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import STACK_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import label, live_identity
+
+#: page size of the label-selected lists of one stack's objects (kubectl pages by 500; these lists
+#: are read whole anyway, so bigger pages only save round trips)
+LIST_PAGE_SIZE = 1000
+
+
+class Snapshot:
+    """What :func:`observe` read: our live objects by identity, other stacks' claims, unverifiable kinds."""
+
+    def __init__(self):
+        self.ours = {}  # ObjectId -> (info, live object) carrying our stack label
+        self.others = {}  # ObjectId -> other stack name (only for desired identities)
+        self.unverified = set()  # (group, kind) we could not list completely
+        self.partial_namespaces = {}  # (group, kind) -> namespaces we could list instead
+
+
+class Observer:
+    """Reads for one run (``map_fn`` runs calls in parallel)."""
+
+    def __init__(self, client, discovery, record, opts, map_fn):
+        self.client = client
+        self.discovery = discovery
+        self.record = record
+        self.opts = opts
+        self.map = map_fn
+
+    def list_infos(self, desired):
+        """Resource (version) to list per group/kind: recorded | desired, or everything listable."""
+        infos = {}
+        for d in desired:
+            if not d.from_crd:
+                infos.setdefault(d.oid.group_kind, d.info)
+        if self.opts.full_prune_scan:
+            for info in self.discovery.index.listable():
+                infos.setdefault(info.group_kind, info)
+        for gk in self.record.group_kinds:
+            if gk not in infos:
+                info = self.discovery.index.lookup(gk[0], gk[1])
+                if info is None and self.discovery.from_cache:
+                    info = self.discovery.fresh()[0].lookup(gk[0], gk[1])  # a cache may predate the kind
+                if info is not None:
+                    infos[gk] = info
+        return infos
+
+    def list(self, info, selector, namespaces=None):
+        if namespaces is None or not info.namespaced:
+            return self.client.list(info.collection_path(None), label_selector=selector, limit=LIST_PAGE_SIZE)
+        items = []
+        for ns in namespaces:
+            items.extend(self.client.list(info.collection_path(ns), label_selector=selector, limit=LIST_PAGE_SIZE))
+        return items
+
+    def _fetch(self, info, selector, desired_ns):
+        """``(info, items or None, problem or None or "partial")`` for one kind."""
+        try:
+            if not info.can("list"):
+                return info, None, "the API does not allow listing %s" % info.plural
+            return info, self.list(info, selector), None
+        except ApiError as e:
+            if e.is_not_found:
+                return info, [], None  # kind no longer served: nothing of it left
+            if e.is_forbidden and info.namespaced and desired_ns:
+                try:
+                    return info, self.list(info, selector, desired_ns), "partial"
+                except ApiError as e2:
+                    return info, None, str(e2)
+            return info, None, str(e)
+
+    def observe(self, desired, changeset):
+        """The :class:`Snapshot` of the stack (warnings go to ``changeset``)."""
+        snap = Snapshot()
+        self.record.load()
+        infos = self.list_infos(desired)
+        desired_ns = sorted(set(d.oid.namespace for d in desired if d.oid.namespace))
+        selector = "%s=%s" % (STACK_LABEL, self.opts.stack)
+        for failed in sorted(self.discovery.index.failed):
+            changeset.warn("API %s is unavailable (its aggregated API server did not answer discovery): its kinds "
+                           "cannot be applied, checked or pruned, and no Namespace is pruned while it is" % failed)
+        for info, items, problem in self.map(lambda i: self._fetch(i, selector, desired_ns), sorted(infos.values())):
+            gk = info.group_kind
+            if problem == "partial":
+                snap.unverified.add(gk)
+                snap.partial_namespaces[gk] = desired_ns
+                changeset.warn("cannot list %s in all namespaces (only in %s): its objects elsewhere are not "
+                               "checked or pruned" % (group_kind_str(*gk), ", ".join(desired_ns)))
+            elif problem:
+                snap.unverified.add(gk)
+                changeset.warn("cannot list %s (%s): its objects are not checked or pruned" % (group_kind_str(*gk), problem))
+                continue
+            for obj in items:
+                snap.ours[live_identity(obj, info)] = (info, obj)
+        self._claims(desired, snap)
+        return snap
+
+    def _claims(self, desired, snap):
+        """Desired objects we did not find: are they another stack's? (``snap.others``)"""
+        missing = {}
+        for d in desired:
+            if d.oid not in snap.ours and not d.from_crd and d.oid.group_kind not in snap.unverified:
+                missing.setdefault(d.oid.group_kind, (d.info, set()))[1].add(d.oid)
+        if not missing:
+            return
+        other_selector = "%s,%s!=%s" % (STACK_LABEL, STACK_LABEL, self.opts.stack)
+
+        def fetch_others(entry):
+            info, oids = entry
+            try:
+                found = []
+                for obj in self.list(info, other_selector):
+                    oid = live_identity(obj, info)
+                    if oid in oids:
+                        found.append((oid, label(obj, STACK_LABEL)))
+                return found
+            except ApiError:
+                return []  # only used for a warning / fail_on_shared; the apply still happens
+
+        for found in self.map(fetch_others, list(missing.values())):
+            for oid, other in found:
+                snap.others[oid] = other

@@ -1,0 +1,183 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Identify and checksum: the desired manifests made ready to apply. No writes.
+
+Every manifest is validated, its kind resolved through discovery (or a CRD of the same stack), its
+identity and scope fixed (namespaced or not comes from discovery, never the manifest), duplicates
+and the stacks' own state refused, Secrets checked and normalised; then each gets its checksum and
+the stack's label, checksum and owner mark. Any error fails the whole run before a request writes.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import ResourceInfo, UnknownKind
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import split_api_version
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
+    checksum,
+    is_ignored,
+    is_secret,
+    label,
+    normalize_secret,
+    resolve_identity,
+    stamp,
+    strip_source,
+    wants_recreate,
+)
+from ansible_collections.stacksync.k8s.plugins.module_utils.record import is_state_object
+from ansible_collections.stacksync.k8s.plugins.module_utils.validation import (
+    ManifestError,
+    describe,
+    origin,
+    secret_shape_problem,
+    size_problem,
+    source_of,
+    validate_manifest,
+)
+
+ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+#: a Secret checksum before the stack has a key: never equal to a live one
+NO_KEY = b"no key yet: never matches live"
+
+
+class PrepareError(Exception):
+    """The desired set cannot be applied; the message lists every problem (up to 20)."""
+
+
+class Desired:
+    """One desired object after preparation."""
+
+    __slots__ = ("checksum", "drift", "from_crd", "ignored", "index", "info", "manifest", "oid", "recreate", "source")
+
+    def __init__(self, oid, info, manifest, index, from_crd=False, source=None):
+        self.oid = oid
+        self.info = info
+        self.manifest = manifest
+        self.checksum = None
+        self.ignored = is_ignored(manifest)
+        self.recreate = wants_recreate(manifest)
+        self.index = index
+        self.from_crd = from_crd
+        self.source = source  # the lookup's "path#document", for messages (the annotation is stripped)
+        self.drift = None  # what of the live object an apply changes (see drift.drift), when known
+
+    @property
+    def api_version(self):
+        return self.manifest["apiVersion"]
+
+    def named(self):
+        """``Kind ns/name``, with the file it came from when the lookup said so."""
+        return "%s (from %s)" % (self.oid, self.source) if self.source else str(self.oid)
+
+
+def _validated(resources):
+    """``[(index, source, manifest)]`` of the valid manifests; raises PrepareError listing the invalid ones."""
+    if resources is None:
+        resources = []
+    if not isinstance(resources, list):
+        raise PrepareError("resources must be a list of manifests")
+    manifests, errors = [], []
+    for i, raw in enumerate(resources):
+        if raw is None:
+            continue  # empty YAML document
+        try:
+            validate_manifest(raw, i)
+        except ManifestError as e:
+            errors.append(str(e))
+            continue
+        # the source annotation never reaches the cluster or the checksum, but names the file in errors
+        manifests.append((i, source_of(raw), strip_source(raw)))
+    if errors:
+        raise PrepareError("invalid manifests: " + "; ".join(errors[:20]))
+    return manifests
+
+
+def crd_kinds(manifests):
+    """Kinds served by the CRDs among ``manifests`` once Established: ``{(group, kind, version): info}``."""
+    out = {}
+    for _index, _source, m in manifests:
+        if m.get("kind") != "CustomResourceDefinition" or split_api_version(m["apiVersion"])[0] != "apiextensions.k8s.io":
+            continue
+        spec = m.get("spec") or {}
+        names = spec.get("names") or {}
+        for ver in spec.get("versions") or []:
+            if ver.get("served", True) and names.get("kind") and names.get("plural"):
+                out[(spec.get("group"), names["kind"], ver.get("name"))] = ResourceInfo(
+                    spec.get("group"), ver.get("name"), names["kind"], names["plural"],
+                    spec.get("scope", "Namespaced") == "Namespaced", ALL_VERBS)
+    return out
+
+
+def _resolve(discovery, crds, m, what):
+    """``(info, from_crd)`` of manifest ``m``; raises UnknownKind / PrepareError."""
+    group, version = split_api_version(m["apiVersion"])
+    info = discovery.index.lookup(group, m["kind"], version)
+    from_crd = False
+    if info is None and (group, m["kind"], version) in crds:
+        info, from_crd = crds[(group, m["kind"], version)], True
+    if info is None:
+        info = discovery.resolve(group, m["kind"], version)
+    if not info.can("patch"):
+        raise PrepareError("%s: the API does not allow server-side apply (patch) on %s" % (what, info.plural))
+    return info, from_crd
+
+
+def _problem(m, oid, record_namespace):
+    """Why a resolved manifest cannot be applied (None if it can); Secrets are normalised on the way."""
+    if is_state_object(oid, record_namespace) or label(m, RECORD_LABEL) is not None:
+        return ("this is (or could be) the state of a stack -- its record, key or Lease in record_namespace %r, "
+                "named stacksync-*, or labelled %s -- and manifests may not declare it" % (record_namespace, RECORD_LABEL))
+    if is_secret(oid):
+        shape = secret_shape_problem(m)
+        if shape:
+            return shape
+        normalize_secret(m)
+    return size_problem(m, oid)
+
+
+def prepare(resources, discovery, opts, warn):
+    """Validate and resolve ``resources`` for the run with options ``opts``: ``[Desired]``.
+
+    Raises PrepareError (nothing is written); ``warn(message)`` receives warnings.
+    """
+    manifests = _validated(resources)
+    crds = crd_kinds(manifests)
+    desired, errors, seen = [], [], {}
+    for i, src, m in manifests:
+        what = describe(m, i, src)  # before resolve_identity fills in the default namespace
+        try:
+            info, from_crd = _resolve(discovery, crds, m, what)
+        except UnknownKind as e:
+            errors.append("%s: %s" % (what, e))
+            continue
+        except PrepareError as e:
+            errors.append(str(e))
+            continue
+        oid, warning = resolve_identity(m, info, opts.namespace)
+        if warning:
+            warn("%s (%s)" % (warning, origin(i, src)))
+        if oid in seen:
+            errors.append("duplicate object %s (%s and %s)" % (oid, origin(*seen[oid]), origin(i, src)))
+            continue
+        seen[oid] = (i, src)
+        problem = _problem(m, oid, opts.record_namespace)
+        if problem:
+            errors.append("%s: %s" % (what, problem))
+            continue
+        desired.append(Desired(oid, info, m, i, from_crd, src))
+    if errors:
+        raise PrepareError("cannot sync stack %r: %s" % (opts.stack, "; ".join(errors[:20])))
+    return desired
+
+
+def stamp_all(desired, stack, key):
+    """Compute checksums and stamp our metadata (Secrets keyed; without a key they never match live)."""
+    for d in desired:
+        if is_secret(d.oid):
+            d.checksum = checksum(d.manifest, d.oid, key or NO_KEY)
+        else:
+            d.checksum = checksum(d.manifest, d.oid)
+        stamp(d.manifest, stack, d.oid, d.checksum)

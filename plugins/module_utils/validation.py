@@ -1,0 +1,252 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Is a manifest something the API server would accept? Pure, no I/O.
+
+Checked before any request, so a bad manifest fails the whole run with a message naming its file
+and document instead of a half-applied stack: shape, names and label values (validated as
+kube-apiserver validates them, full matches), the Secret ``data`` shape, and the size limits of the
+API server and etcd.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import json
+import re
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOURCE_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_of
+
+LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+LABEL_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+DNS_1035_LABEL_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+#: Kinds whose names the API server validates only as path segments (no '/', '%', '.', '..'):
+#: RBAC objects carry names such as ``system:aggregate-to-admin``.
+PATH_SEGMENT_NAME_KINDS = frozenset([
+    ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "RoleBinding"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+])
+
+
+#: kube-apiserver refuses a request body larger than this (413 "Request entity too large: limit is 3145728").
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+
+
+#: etcd's default ``--max-request-bytes``: an object whose stored form is larger cannot be written
+#: ("etcdserver: request is too large"; the API server's own etcd client stops at 2 MiB anyway).
+MAX_OBJECT_BYTES = 1536 * 1024
+
+
+#: ConfigMap data + binaryData, Secret data: at most 1 MiB of values (keys not counted), as the API
+#: server validates it ("Too long: may not be more than 1048576 bytes").
+MAX_DATA_BYTES = 1024 * 1024
+
+
+#: room for what :func:`stamp` adds after the size check (stack label, checksum, owner mark).
+STAMP_ALLOWANCE = 512
+
+
+class ManifestError(ValueError):
+    """A manifest is invalid; the message names it."""
+
+
+def valid_label_value(value):
+    return isinstance(value, str) and len(value) <= 63 and bool(LABEL_VALUE_RE.fullmatch(value))
+
+
+def valid_label_key(key):
+    if not isinstance(key, str) or not key:
+        return False
+    prefix, _sep, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN_RE.fullmatch(prefix)):
+        return False
+    return len(name) <= 63 and bool(LABEL_NAME_RE.fullmatch(name))
+
+
+def source_of(manifest):
+    """The lookup's ``stacksync.io/source`` annotation (``path#document``) of a manifest, or None."""
+    meta = manifest.get("metadata") if isinstance(manifest, dict) else None
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    src = annotations.get(SOURCE_ANNOTATION) if isinstance(annotations, dict) else None
+    return src if isinstance(src, str) and src else None
+
+
+def origin(index=None, source=None):
+    """Where a manifest came from: ``from <path>#<doc>`` or ``resources[N]`` (or None)."""
+    if source:
+        return "from %s" % source
+    if index is not None:
+        return "resources[%d]" % index
+    return None
+
+
+def describe(manifest, index=None, source=None):
+    """Short human name of a manifest for error messages: ``Kind ns/name (from path#doc)``, or with
+    ``resources[N]`` when the manifest did not come through the lookup. ``source`` overrides the
+    annotation (the module strips it before validating identity and scope)."""
+    if not isinstance(manifest, dict):
+        where = origin(index, source or source_of(manifest))
+        return "document (%s)" % where if where else "document"
+    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    name = "%s %s%s" % (manifest.get("kind") or "?", (str(meta.get("namespace")) + "/") if meta.get("namespace") else "",
+                        meta.get("name") or "?")
+    where = origin(index, source or source_of(manifest))
+    if where:
+        name += " (%s)" % where
+    return name
+
+
+def invalid_name(group, kind, name):
+    """Why the API server would refuse ``name`` for this kind (as kube-apiserver validates it), or None."""
+    if len(name) > 253 or "/" in name or "%" in name or name in (".", ".."):
+        return "at most 253 characters, without '/' or '%', not '.' or '..'"
+    if (group, kind) in PATH_SEGMENT_NAME_KINDS:
+        return None
+    if group == "" and kind == "Namespace":
+        if len(name) > 63 or not DNS_LABEL_RE.fullmatch(name):
+            return "a DNS-1123 label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
+        return None
+    if group == "" and kind == "Service":
+        if len(name) > 63 or not DNS_1035_LABEL_RE.fullmatch(name):
+            return "a DNS-1035 label: at most 63 lowercase letters, digits or '-', starting with a letter"
+        return None
+    if not DNS_SUBDOMAIN_RE.fullmatch(name):
+        return "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+    return None
+
+
+def validate_manifest(manifest, index=None):
+    """Raise :class:`ManifestError` unless ``manifest`` is a well-formed object we can apply."""
+    what = describe(manifest, index)
+    if not isinstance(manifest, dict):
+        raise ManifestError("%s is not a mapping" % what)
+    api_version = manifest.get("apiVersion")
+    if not isinstance(api_version, str) or not api_version or api_version.count("/") > 1:
+        raise ManifestError("%s: apiVersion must be a string like 'v1' or 'apps/v1'" % what)
+    kind = manifest.get("kind")
+    if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", kind):
+        raise ManifestError("%s: kind must be a string" % what)
+    if kind.endswith("List") and isinstance(manifest.get("items"), list):
+        raise ManifestError("%s: List objects are not supported; give the items as separate resources" % what)
+    meta = manifest.get("metadata")
+    if not isinstance(meta, dict):
+        raise ManifestError("%s: metadata must be a mapping" % what)
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        if meta.get("generateName"):
+            raise ManifestError("%s: generateName is not supported (objects need a stable name to be synced)" % what)
+        raise ManifestError("%s: metadata.name is required" % what)
+    name_problem = invalid_name(group_of(api_version), kind, name)
+    if name_problem:
+        raise ManifestError("%s: invalid metadata.name %r: %s" % (what, name, name_problem))
+    ns = meta.get("namespace")
+    if ns is not None and (not isinstance(ns, str) or (ns and not DNS_LABEL_RE.fullmatch(ns)) or len(ns) > 63):
+        raise ManifestError("%s: invalid metadata.namespace %r" % (what, ns))
+    for field in ("labels", "annotations"):
+        value = meta.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise ManifestError("%s: metadata.%s must be a mapping" % (what, field))
+        for k, v in value.items():
+            if not valid_label_key(k):
+                raise ManifestError("%s: invalid %s key %r" % (what, field[:-1], k))
+            if not isinstance(v, str):
+                raise ManifestError("%s: metadata.%s[%r] must be a string, got %s" % (what, field, k, type(v).__name__))
+            if field == "labels" and not valid_label_value(v):
+                raise ManifestError("%s: invalid label value %r for %r (at most 63 characters: letters, digits, "
+                                    "'-', '_', '.', beginning and ending with a letter or digit)" % (what, v, k))
+
+
+def _base64_length(value):
+    """Decoded length of base64 ``value`` without decoding it (the server rejects invalid base64 anyway)."""
+    value = value.strip()
+    return max(len(value) * 3 // 4 - (len(value) - len(value.rstrip("="))), 0)
+
+
+def data_size(manifest, oid):
+    """Bytes of ConfigMap ``data`` + ``binaryData`` / Secret ``data`` values as the API server counts
+    them (UTF-8 text, decoded base64), or None for other kinds. Secrets must be normalized first."""
+    if oid.group != "" or oid.kind not in ("ConfigMap", "Secret"):
+        return None
+    total = 0
+    for field, encoded in (("data", oid.kind == "Secret"), ("binaryData", True)):
+        values = manifest.get(field)
+        if not isinstance(values, dict):
+            continue
+        for value in values.values():
+            text = value if isinstance(value, str) else json.dumps(value)
+            total += _base64_length(text) if encoded else len(text.encode("utf-8"))
+    return total
+
+
+def size_problem(manifest, oid):
+    """Why the API server would refuse ``manifest`` for its size (checked before any write), or None.
+
+    ``manifest`` is the prepared object (namespace resolved, Secret ``stringData`` folded into
+    ``data``), serialized as the client sends it.
+    """
+    data = data_size(manifest, oid)
+    if data is not None and data > MAX_DATA_BYTES:
+        return ("%s data is too large: %d bytes, the API server allows at most %d bytes (\"Too long: may not be "
+                "more than %d bytes\")" % (oid.kind, data, MAX_DATA_BYTES, MAX_DATA_BYTES))
+    # the request body as the client sends it (ASCII JSON: non-ASCII characters escaped)
+    sent = len(json.dumps(manifest, separators=(",", ":"))) + STAMP_ALLOWANCE
+    if sent > MAX_REQUEST_BYTES:
+        return ("object is too large: about %d bytes of JSON in the request, more than the API server's request "
+                "size limit of %d bytes" % (sent, MAX_REQUEST_BYTES))
+    if sent > MAX_OBJECT_BYTES:
+        # what the server stores (UTF-8, no escapes)
+        stored = len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) + STAMP_ALLOWANCE
+        if stored > MAX_OBJECT_BYTES:
+            return ("object is too large: about %d bytes, more than the %d bytes etcd stores in one request by default "
+                    "(the API server would answer 'etcdserver: request is too large')" % (stored, MAX_OBJECT_BYTES))
+    return None
+
+
+def secret_shape_problem(manifest):
+    """Why a Secret's ``data`` / ``stringData`` cannot be sent (never naming a value), or None.
+
+    The API server would refuse them with a message that quotes the value ("expected map, got
+    &{...}"), so they are refused here, before any request.
+    """
+    for field, scalars in (("data", (str,)), ("stringData", (str, int, float, bool))):
+        values = manifest.get(field)
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            return "%s must be a mapping of keys to %s, got a %s" % (
+                field, "base64 strings" if field == "data" else "strings", type(values).__name__)
+        for key, value in values.items():
+            if not isinstance(key, str):
+                return "%s keys must be strings, got a %s" % (field, type(key).__name__)
+            if value is not None and not isinstance(value, scalars):
+                return "%s[%r] must be a %s, got a %s" % (field, key, "base64 string" if field == "data" else "string",
+                                                          type(value).__name__)
+            if field == "data" and value and not _is_base64(value):
+                return "data[%r] is not valid base64 (put plain text under stringData)" % (key,)
+    return None
+
+
+def _is_base64(text):
+    """Valid base64 as the API server decodes it (standard alphabet, padded; line breaks ignored)."""
+    try:
+        base64.b64decode(text.replace("\n", "").replace("\r", ""), validate=True)
+        return True
+    except (ValueError, TypeError):
+        return False

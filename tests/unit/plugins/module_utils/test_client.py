@@ -1,0 +1,123 @@
+"""client.py: request timeout, retry budget, deterministic 500s, credential-free connection errors."""
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError, KubeClient, _deterministic, _safe
+
+TYPED_PATCH_500 = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500,
+                   "message": "failed to create typed patch object (default/bad; /v1, Kind=Secret): .data: expected "
+                              "map, got &{SuperSecretValue123}"}
+
+
+class Handler(BaseHTTPRequestHandler):
+    script = []
+    seen = 0
+
+    def log_message(self, *a):
+        pass
+
+    def do_PATCH(self):
+        Handler.seen += 1
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        status, body = self.script.pop(0) if self.script else (200, {"kind": "Ok"})
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_PATCH
+
+
+@pytest.fixture
+def server():
+    srv = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    Handler.seen = 0
+    yield f"http://127.0.0.1:{srv.server_port}"
+    srv.shutdown()
+
+
+def test_deterministic_500_is_not_retried(server):
+    Handler.script = [(500, TYPED_PATCH_500)]
+    c = KubeClient(server)
+    c.sleep = lambda s: pytest.fail("slept before a retry")
+    with pytest.raises(ApiError, match="typed patch"):
+        c.apply("/api/v1/namespaces/default/secrets/bad", {"kind": "Secret"}, "m")
+    assert Handler.seen == 1
+
+
+def test_other_500s_are_retried(server):
+    Handler.script = [(500, {"kind": "Status", "message": "etcdserver: request timed out", "code": 500}),
+                      (200, {"kind": "Ok"})]
+    c = KubeClient(server)
+    c.sleep = lambda s: None
+    assert c.get("/api")["kind"] == "Ok" and Handler.seen == 2
+
+
+@pytest.mark.parametrize("message,deterministic", [
+    ("failed to create typed patch object (x): .data: expected map, got &{v}", True),
+    ("failed to convert new object (default/bad; /v1, Kind=Secret) to proper version: illegal base64", True),
+    ("etcdserver: leader changed", False),
+])
+def test_deterministic_markers(message, deterministic):
+    assert _deterministic(500, json.dumps({"message": message}).encode()) is deterministic
+    assert _deterministic(503, json.dumps({"message": message}).encode()) is False
+
+
+@pytest.fixture
+def silent_server():
+    """Accepts TCP connections (the TLS-less equivalent of a completed handshake) and never answers."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    conns = []
+    stop = threading.Event()
+
+    def accept():
+        sock.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conns.append(sock.accept()[0])
+            except OSError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    stop.set()
+    t.join(2)
+    for c in conns:
+        c.close()
+    sock.close()
+
+
+def test_a_server_that_never_answers_fails_within_timeout_plus_budget(silent_server):
+    c = KubeClient(silent_server, timeout=0.3, retry_budget=0.5)
+    c.sleep = lambda s: None
+    started = time.monotonic()
+    with pytest.raises(ApiError) as info:
+        c.get("/api")
+    elapsed = time.monotonic() - started
+    # attempts start while less than the budget has passed: 0.3 s each, so 2 attempts (0.6 s), not 6 x 0.3 s
+    assert c.counts["GET"] == 2 and elapsed < 1.5, (c.counts, elapsed)
+    assert info.value.status == 0 and "gave up after 2 attempt(s)" in str(info.value)
+
+
+def test_default_timeouts_keep_a_dead_server_under_a_minute():
+    c = KubeClient("https://127.0.0.1:1")
+    timeout = c._pool.connection_pool_kw["timeout"]
+    assert timeout.connect_timeout + c.retry_budget < 60 and timeout.read_timeout + c.retry_budget < 60
+
+
+def test_safe_masks_url_credentials_and_truncates():
+    err = Exception("HTTPSConnectionPool(host='x'): proxy https://alice:s3cret@proxy.example:3128/ refused " + "x" * 500)
+    text = _safe(err)
+    assert "s3cret" not in text and "alice" not in text and "https://********@proxy.example" in text
+    assert len(text) == 300

@@ -1,0 +1,39 @@
+"""common.py: credentials inside a kubeconfig given as a mapping are masked like no_log values."""
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.common import (
+    MASK,
+    credential_values,
+    kubeconfig_secrets,
+    safe_params,
+)
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC
+
+KUBECONFIG = {
+    "apiVersion": "v1", "kind": "Config", "current-context": "c",
+    "clusters": [{"name": "k", "cluster": {"server": "https://k.example:6443", "certificate-authority-data": "Q0E="}}],
+    "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+    "users": [
+        {"name": "u", "user": {"token": "tok-123456", "client-key-data": "S0VZ", "password": "pw-654321"}},
+        {"name": "o", "user": {"auth-provider": {"name": "oidc", "config": {"id-token": "idt-1", "refresh-token": "rt-1",
+                                                                            "client-secret": "cs-1"}}}},
+        {"name": "e", "user": {"exec": {"command": "get-token", "env": [{"name": "TOKEN", "value": "env-secret-1"}]}}},
+    ],
+}
+
+
+def test_kubeconfig_secrets_found():
+    assert kubeconfig_secrets(KUBECONFIG) == {"tok-123456", "S0VZ", "pw-654321", "idt-1", "rt-1", "cs-1", "env-secret-1"}
+    assert kubeconfig_secrets("/path/to/kubeconfig") == set()
+
+
+def test_safe_params_masks_the_mapping_and_keeps_the_rest():
+    params = dict((k, None) for k in ARGUMENT_SPEC)
+    params.update(kubeconfig=KUBECONFIG, host="https://user:hostpass-1@k.example", resources=[])
+    out = safe_params(params, ARGUMENT_SPEC)
+    text = repr(out)
+    for secret in kubeconfig_secrets(KUBECONFIG) | {"hostpass-1"}:
+        assert secret not in text
+    assert out["kubeconfig"]["users"][0]["user"]["token"] == MASK
+    assert out["kubeconfig"]["clusters"][0]["cluster"]["server"] == "https://k.example:6443"
+    assert KUBECONFIG["users"][0]["user"]["token"] == "tok-123456"  # the caller's mapping is untouched
+    assert credential_values(params) == kubeconfig_secrets(KUBECONFIG) | {"user:hostpass-1"}

@@ -1,0 +1,138 @@
+"""record.py: state object names, the record's owner check, the Lease lock (injected clock)."""
+
+import itertools
+import re
+
+import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
+from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
+    RecordError,
+    StackKey,
+    StackRecord,
+    is_state_object,
+    object_name,
+)
+
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+class FakeApi:
+    """Objects by path with resourceVersions: create (409 if present), get, replace (409 on a stale
+    resourceVersion), delete, apply, list. ``fail`` maps a method to an ApiError raised once per entry."""
+
+    def __init__(self):
+        self.objects = {}
+        self.rv = itertools.count(1)
+        self.fail = {}
+
+    def _maybe_fail(self, method):
+        errors = self.fail.get(method)
+        if errors:
+            raise errors.pop(0)
+
+    def _store(self, path, body):
+        body = dict(body)
+        body["metadata"] = dict(body.get("metadata") or {}, resourceVersion=str(next(self.rv)), uid="uid-" + path)
+        self.objects[path] = body
+        return body
+
+    def create(self, collection, body):
+        self._maybe_fail("create")
+        path = collection + "/" + body["metadata"]["name"]
+        if path in self.objects:
+            raise ApiError(409, "AlreadyExists")
+        return self._store(path, body)
+
+    def get_or_none(self, path):
+        return self.objects.get(path)
+
+    def replace(self, path, body):
+        self._maybe_fail("replace")
+        current = self.objects.get(path)
+        if current is None:
+            raise ApiError(404, "NotFound")
+        if current["metadata"]["resourceVersion"] != body["metadata"].get("resourceVersion"):
+            raise ApiError(409, "Conflict", "the object has been modified")
+        return self._store(path, body)
+
+    def apply(self, path, body, field_manager, force=False):
+        return self._store(path, body)
+
+    def delete(self, path, preconditions=None, **_kw):
+        self.objects.pop(path, None)
+
+    def list(self, collection, label_selector=None):
+        return [o for p, o in self.objects.items() if p.startswith(collection + "/")
+                and (label_selector is None or label_selector in ((o.get("metadata") or {}).get("labels") or {}))]
+
+
+# -- names ------------------------------------------------------------------------------------------
+def test_plain_stack_names_are_kept():
+    assert object_name("apps") == "stacksync-apps"
+    assert object_name("apps", "-key") == "stacksync-apps-key"
+
+
+@pytest.mark.parametrize("stack", ["Foo", "foo_bar", "A", "X" * 63, "Foo.Bar_baz-1"])
+def test_derived_names_are_valid_and_cannot_equal_a_plain_one(stack):
+    name = object_name(stack)
+    assert DNS_SUBDOMAIN.fullmatch(name) and len(name) <= 253
+    # longer than any "stacksync-" + a 63-character label value: no plain stack can produce it
+    assert len(name) > len("stacksync-") + 63
+    assert DNS_SUBDOMAIN.fullmatch(object_name(stack, "-key"))
+
+
+def test_distinct_stack_names_never_share_a_record():
+    # the old scheme mapped "Foo" and "foo-<8 hex>" to the same record
+    old_style = "foo-" + object_name("Foo").rsplit("-", 1)[1][:8]
+    names = ["Foo", "foo", "FOO", "foo_", old_style, "f-o-o", "Foo.", "foo.x"]
+    assert len({object_name(n) for n in names if n}) == len([n for n in names if n])
+
+
+def test_state_objects():
+    rn = "kube-system"
+    assert is_state_object(ObjectId("", "ConfigMap", rn, "stacksync-other"), rn)
+    assert is_state_object(ObjectId("", "Secret", rn, "stacksync-other-key"), rn)
+    assert is_state_object(ObjectId("coordination.k8s.io", "Lease", rn, "stacksync-x"), rn)
+    assert not is_state_object(ObjectId("", "ConfigMap", "apps", "stacksync-other"), rn)
+    assert not is_state_object(ObjectId("", "ConfigMap", rn, "settings"), rn)
+    assert not is_state_object(ObjectId("apps", "Deployment", rn, "stacksync-x"), rn)
+
+
+# -- the record ---------------------------------------------------------------------------------------
+def test_record_round_trip_and_owner_check():
+    api = FakeApi()
+    rec = StackRecord(api, "ns", "apps", "stacksync")
+    assert rec.load() is None
+    rec.save(group_kinds={("", "ConfigMap")}, objects="aa,bb")
+    again = StackRecord(api, "ns", "apps", "stacksync")
+    assert again.load()["stack"] == "apps" and again.group_kinds == {("", "ConfigMap")}
+    # a record that says it is another stack's (written by hand, or by another stack) is refused
+    api.objects[rec.path]["data"] = dict(api.objects[rec.path]["data"], stack="intruder")
+    with pytest.raises(RecordError, match="does not belong to stack 'apps'"):
+        StackRecord(api, "ns", "apps", "stacksync").load()
+    api.objects[rec.path]["data"]["stack"] = "apps"
+    api.objects[rec.path]["metadata"]["labels"] = {RECORD_LABEL: "intruder"}
+    with pytest.raises(RecordError):
+        StackRecord(api, "ns", "apps", "stacksync").load()
+
+
+def test_key_owner_check():
+    api = FakeApi()
+    key = StackKey(api, "ns", "apps", "stacksync")
+    created = key.create()
+    assert key.load() == created
+    api.objects[key.path]["metadata"]["labels"] = {RECORD_LABEL: "other"}
+    with pytest.raises(RecordError, match="key Secret"):
+        key.load()
+
+
+def test_declared_elsewhere_reads_other_records_only():
+    api = FakeApi()
+    StackRecord(api, "ns", "a", "m").save(objects="d1,d2")
+    StackRecord(api, "ns", "b", "m").save(objects="d2,d3")
+    forged = StackRecord(api, "ns", "c", "m")
+    forged.save(objects="d4")
+    api.objects[forged.path]["data"]["stack"] = "not-c"  # a record whose fields disagree is ignored
+    assert StackRecord(api, "ns", "a", "m").declared_elsewhere() == {"d2": ["b"], "d3": ["b"]}
