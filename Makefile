@@ -104,6 +104,7 @@ pytest: install
 # Galaxy import of the built tarball (tests/tools/galaxy_import.sh), the docs lint of the installed
 # collection (plugins, roles, extra docs, links) and the changelog fragments lint.
 publish-check: install
+	$(VPY) -m tests.tools.docsite --check
 	@bash tests/tools/galaxy_import.sh $(TARBALL) $(VBIN)
 	cd $(INSTALLED) && PATH=$(VBIN):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VBIN)/antsibull-docs lint-collection-docs --plugin-docs .
 	PATH=$(VBIN):$$PATH $(VBIN)/antsibull-changelog lint

@@ -4,7 +4,8 @@ antsibull-docs (the docs site of every collection on docs.ansible.com) reads ext
 reStructuredText only, and the guides are written in Markdown for GitHub. ``make build`` runs this
 before building the tarball, so the extra docs always match the Markdown (they are not committed):
 
-    python -m tests.tools.docsite
+    python -m tests.tools.docsite            # write the pages
+    python -m tests.tools.docsite --check    # also fail when a guide is missing from extra-docs.yml
 
 Each page gets the label antsibull-docs requires (``ansible_collections.stacksync.k8s.docsite.<name>``);
 links between guides become ``:ref:`` links, links to other files of the repository point at it on
@@ -105,6 +106,12 @@ def convert(markdown, stem, names):
     return header + body
 
 
+def unlisted(extra_docs, names):
+    """Guides (by name) that no toctree of ``extra_docs`` (the parsed extra-docs.yml) lists."""
+    listed = {entry for section in (extra_docs or {}).get("sections") or [] for entry in section.get("toctree") or []}
+    return sorted(set(names) - listed)
+
+
 def build(out=OUT, docs=DOCS):
     """Write every guide's page; returns {path: text}."""
     names = {p.stem for p in guides(docs)}
@@ -121,9 +128,18 @@ def build(out=OUT, docs=DOCS):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.parse_args(argv)
+    p.add_argument("--check", action="store_true", help="fail when a guide is missing from docs/docsite/extra-docs.yml")
+    args = p.parse_args(argv)
     pages = build()
     print(f"docsite: {len(pages)} extra docs in {OUT.relative_to(ROOT)}")
+    if args.check:
+        import yaml
+
+        missing = unlisted(yaml.safe_load((DOCS / "docsite" / "extra-docs.yml").read_text()), [p.stem for p in pages])
+        if missing:
+            print(f"docsite: add {', '.join(missing)} to a toctree of docs/docsite/extra-docs.yml (docs/*.md are the "
+                  "docs site's guides; a page in no toctree fails `make docs`)", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -46,6 +46,12 @@ def test_build_writes_one_page_per_guide_and_removes_stale_ones(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["awx.rst"]
 
 
+def test_unlisted_guides():
+    extra = {"sections": [{"title": "Guides", "toctree": ["awx", "scale-out"]}, {"title": "More", "toctree": ["health"]}]}
+    assert docsite.unlisted(extra, ["awx", "health", "performance", "scale-out"]) == ["performance"]
+    assert docsite.unlisted(None, ["awx"]) == ["awx"]
+
+
 def test_referenced_labels():
     text = "See :ref:`the module <ansible_collections.ansible.builtin.git_module>` and :ref:`common_return_values`."
     assert docs_inventory.referenced_labels([text]) == {"ansible_collections.ansible.builtin.git_module", "common_return_values"}
