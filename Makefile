@@ -6,6 +6,7 @@
 #   make test-matrix  sanity + stack module / sync role integration on ansible-core 2.16 ... 2.21
 #   make docs     the collection's HTML docs site (antsibull-docs) in build/docs/build/html
 #   make demo     sync an example git repo into a local Kubernetes API simulator, then prune
+#                 (its own .venv-demo: ansible-core + requirements.txt only)
 #   make test-real  conformance + integration suites against a real kube-apiserver
 #                 (started with ../shared/kube/up where that exists, or STACKSYNC_TEST_KUBECONFIG)
 #   make bench    benchmark against kubernetes.core and kubectl (N=1000 by default)
@@ -157,8 +158,29 @@ test: install sanity lint ruff publish-check integration test-cores pytest
 test-real: install
 	@bash tests/tools/test_real.sh "$(COLLECTIONS)"
 
-demo: install
-	@bash examples/demo.sh "$(COLLECTIONS)"
+# `make demo` installs only what the demo runs: ansible-core (the version `make test` pins) and the
+# collection's runtime requirements.txt, in a virtualenv of its own (no development toolchain). With
+# pip >= 22.3 next to $(PYTHON), the venv is made without pip and the outer pip installs into it
+# (seconds faster than bootstrapping pip into it).
+DEMO_VENV := .venv-demo
+DEMO_CORE := $(shell grep -E '^ansible-core==' tests/requirements.txt)
+
+$(DEMO_VENV)/.installed: requirements.txt tests/requirements.txt
+	@echo "==> Creating $(DEMO_VENV) with $(DEMO_CORE) and requirements.txt ($$(grep -Eo '^[A-Za-z]+' requirements.txt | paste -sd, -)), nothing else"
+	@rm -rf $(DEMO_VENV)
+	@if $(PYTHON) -m pip install --help 2>/dev/null | grep -q -- '--python '; then \
+	  $(PYTHON) -m venv --without-pip $(DEMO_VENV) && \
+	  $(PYTHON) -m pip --python $(DEMO_VENV)/bin/python install -q --no-compile --disable-pip-version-check "$(DEMO_CORE)" -r requirements.txt; \
+	else \
+	  $(PYTHON) -m venv $(DEMO_VENV) && \
+	  $(DEMO_VENV)/bin/python -m pip install -q --no-compile --disable-pip-version-check "$(DEMO_CORE)" -r requirements.txt; \
+	fi
+	@# bytecode for what every ansible-playbook run imports (not the large kubernetes client, rarely imported)
+	@$(DEMO_VENV)/bin/python -m compileall -q -j 0 -x '/kubernetes/' $(DEMO_VENV)/lib >/dev/null
+	@touch $@
+
+demo: $(DEMO_VENV)/.installed
+	@STACKSYNC_DEMO_VENV=$(CURDIR)/$(DEMO_VENV) bash examples/demo.sh
 
 # The peers run from the test venv: tests/requirements.txt pins the `ansible` package, which brings
 # kubernetes.core. `make bench N=5000`, `make bench BENCH_ARGS="--tools stacksync,kubectl"`.

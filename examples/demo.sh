@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # `make demo`: sync the example repo (examples/repo, turned into a real git repo) into a local
-# Kubernetes API simulator, change it, remove a file, sync again and show what was pruned.
-#   usage: bash examples/demo.sh COLLECTIONS_PATH
+# Kubernetes API simulator, sync again (nothing to do), change a file and remove one, preview with
+# --check --diff, sync and show what was pruned.
+#   usage: bash examples/demo.sh [COLLECTIONS_PATH]
+# Runs with the virtualenv STACKSYNC_DEMO_VENV (default: .venv-demo, which `make demo` creates with
+# ansible-core and requirements.txt only). Without COLLECTIONS_PATH (a directory holding
+# ansible_collections/stacksync/k8s), this checkout is installed into a temporary collections path.
 set -euo pipefail
 
-collections=${1:?usage: demo.sh COLLECTIONS_PATH (a directory holding ansible_collections/stacksync/k8s)}
 root=$(cd "$(dirname "$0")/.." && pwd)
-py="$root/.venv/bin/python"
-[ -x "$py" ] || { echo "demo: $py is missing; run 'make demo' (it creates .venv)" >&2; exit 1; }
-[ -d "$collections/ansible_collections/stacksync/k8s" ] || { echo "demo: no stacksync.k8s under $collections" >&2; exit 1; }
+venv=${STACKSYNC_DEMO_VENV:-$root/.venv-demo}
+py="$venv/bin/python"
+[ -x "$py" ] || { echo "demo: $py is missing; run 'make demo' (it creates .venv-demo)" >&2; exit 1; }
+collections=${1:-}
+if [ -n "$collections" ] && [ ! -d "$collections/ansible_collections/stacksync/k8s" ]; then
+  echo "demo: no stacksync.k8s under $collections" >&2
+  exit 1
+fi
 
-export ANSIBLE_COLLECTIONS_PATH="$collections"
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
 export ANSIBLE_NOCOLOR=${ANSIBLE_NOCOLOR:-1}
 export ANSIBLE_CALLBACK_RESULT_FORMAT=yaml
@@ -21,6 +28,7 @@ export GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.com GIT_COMMITTER_NAME
 export GIT_CONFIG_NOSYSTEM=1
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/stacksync-demo-XXXXXX")
+started=$SECONDS
 sim_pid=""
 cleanup() {
   if [ -n "$sim_pid" ] && kill -0 "$sim_pid" 2>/dev/null; then
@@ -32,11 +40,24 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> [%2ds] %s\n' "$((SECONDS - started))" "$*"; }
 
-step "Starting the Kubernetes API simulator"
+step "Starting the Kubernetes API simulator (tests/kubesim: an in-memory API server, no cluster needed)"
 (cd "$root" && exec "$py" -m tests.kubesim --port 0 --kubeconfig "$work/kubeconfig") >"$work/simulator.log" 2>&1 &
 sim_pid=$!
+
+version=$(sed -n 's/^version: *//p' "$root/galaxy.yml")
+if [ -z "$collections" ]; then
+  step "Installing the collection from this checkout (ansible-galaxy collection install) for the demo"
+  collections="$work/collections"
+  mkdir -p "$collections"
+  # ANSIBLE_COLLECTIONS_PATH names the target: no "not part of the configured collections paths" warning
+  (cd "$root" && ANSIBLE_COLLECTIONS_PATH="$collections" "$venv/bin/ansible-galaxy" collection install \
+    --force -p "$collections" . >/dev/null)
+  echo "installed stacksync.k8s $version into a temporary collections path"
+fi
+export ANSIBLE_COLLECTIONS_PATH="$collections"
+
 for _ in $(seq 1 150); do
   [ -s "$work/kubeconfig" ] && break
   kill -0 "$sim_pid" 2>/dev/null || { echo "demo: the simulator exited:" >&2; cat "$work/simulator.log" >&2; exit 1; }
@@ -73,7 +94,7 @@ stacksync_sources:
 YAML
 
 sync() {
-  "$root/.venv/bin/ansible-playbook" stacksync.k8s.sync -i "$work/clusters.yml" -e @"$work/sources.yml" "$@" \
+  "$venv/bin/ansible-playbook" stacksync.k8s.sync -i "$work/clusters.yml" -e @"$work/sources.yml" "$@" \
     | tee "$work/last-run.log"
 }
 
@@ -82,7 +103,7 @@ summary() {
   sed -n '/TASK \[stacksync.k8s.sync : Summary of the sync\]/,/^$/p' "$work/last-run.log" | sed -n '/msg:/,$p'
 }
 
-step "First sync: everything is created"
+step "First sync: ansible-playbook stacksync.k8s.sync creates everything"
 sync >/dev/null
 summary
 
@@ -91,23 +112,19 @@ sync >/dev/null
 summary
 grep -E '^demo-cluster +: .*changed=0 ' "$work/last-run.log"
 
-step "A change in git: replicas 2 -> 3, new log level"
+step "Changes in git: replicas 2 -> 3, a new log level, and git rm configmap-feature-flags.yaml"
 sed -i 's/replicas: 2/replicas: 3/' "$repo/deployment.yaml"
 sed -i 's/LOG_LEVEL: info/LOG_LEVEL: debug/' "$repo/configmap-app.yaml"
-git -C "$repo" commit -q -am "Scale web to 3 replicas, debug logging"
+git -C "$repo" rm -q configmap-feature-flags.yaml
+git -C "$repo" commit -q -am "Scale web to 3 replicas, debug logging, drop the feature flags"
 git -C "$repo" log --oneline -1
-step "Dry run first: ansible-playbook stacksync.k8s.sync --check --diff"
+
+step "Dry run first: ansible-playbook stacksync.k8s.sync --check --diff (nothing is written)"
 sync --check --diff >/dev/null
 sed -n '/^--- before/,/^$/p' "$work/last-run.log" | head -60
 summary
-step "Sync the change"
-sync >/dev/null
-summary
 
-step "A removal in git: git rm configmap-feature-flags.yaml"
-git -C "$repo" rm -q configmap-feature-flags.yaml
-git -C "$repo" commit -q -m "Drop the feature flags"
-git -C "$repo" log --oneline -1
+step "Sync: the two objects are updated and the removed one is pruned"
 sync >/dev/null
 summary
 
@@ -121,13 +138,36 @@ else
   exit 1
 fi
 "$py" - "$work/kubeconfig" <<'PY'
+import json
 import sys
-from kubernetes import client, config
-api = client.CoreV1Api(config.new_client_from_config(config_file=sys.argv[1]))
-names = sorted(cm.metadata.name for cm in api.list_namespaced_config_map("demo").items)
+import urllib.request
+
+import yaml
+
+with open(sys.argv[1]) as f:
+    config = yaml.safe_load(f)
+server = config["clusters"][0]["cluster"]["server"]
+token = config["users"][0]["user"]["token"]
+request = urllib.request.Request(server + "/api/v1/namespaces/demo/configmaps",
+                                 headers={"Authorization": "Bearer " + token})
+with urllib.request.urlopen(request) as response:
+    names = sorted(cm["metadata"]["name"] for cm in json.load(response)["items"])
 print("ConfigMaps left in namespace demo: " + ", ".join(names))
 if "feature-flags" in names:
     sys.exit("demo: feature-flags is still in the cluster")
 PY
 echo
-echo "Demo complete: first sync, no-op, change (--check --diff, then applied), removal -> prune."
+echo "Demo complete in $((SECONDS - started)) s: first sync, no-op, changes and a removal (--check --diff, then applied and pruned)."
+
+rel_venv=${venv#"$root"/}
+cat <<EOF
+
+==> Next: your own cluster and your own repository, from this directory with the same virtualenv.
+    examples/local.yml targets the current context of ~/.kube/config (edit it to choose another).
+
+  $rel_venv/bin/ansible-galaxy collection install --force .
+  $rel_venv/bin/ansible-playbook stacksync.k8s.sync -i examples/local.yml -e stacksync_repo=https://github.com/YOU/REPO.git -e stacksync_path=deploy --check --diff
+
+The first installs this collection into ~/.ansible/collections; the second shows what syncing the
+manifests under deploy/ of your repository would change (without --check --diff it applies them).
+EOF

@@ -29,6 +29,18 @@ description:
     same object defined twice, undecryptable vault data, a template error, a kustomize failure, a file over
     O(max_file_size), bytes that are not UTF-8) fails the lookup with an error naming the file, the document
     index and, where known, the line. Nothing is returned for a broken tree.
+  - The file is named by its path relative to O(root) when O(root) is set (its path in the repository), else
+    relative to the term; the directory itself is named once, at the end of the message.
+  - Files are read as C(kubectl apply -f) reads them, whatever their extension. A file whose first non-blank
+    character is C({) is a stream of JSON values; any other file is YAML, split into documents on lines
+    starting with C(---). YAML values are the ones kubectl sends, from go-yaml v2's YAML 1.1 rules, so
+    C(yes), C(on) and C(y) are booleans, C(0o17) and C(017) are the integer 15, C(1:20) is a string and
+    C(=) is a string. C(1.0) and C(1e3) are integers. Timestamps stay strings. C(!!binary) values are
+    decoded. Merge keys (C(<<)) apply in document order. Unknown tags are ignored. Keys that are not strings
+    become strings (C(y:) becomes C("true")).
+  - Two things kubectl accepts are errors here, because each silently drops data. A key written twice in one
+    mapping (kubectl keeps the last value), and content after a C(...) document end marker (kubectl ignores
+    it). See C(docs/yaml.md) in the collection.
 options:
   _terms:
     description:
@@ -139,6 +151,13 @@ except ImportError:  # pragma: no cover - ansible-core < 2.19
         return value
 
 
+def error_message(exc, path, root):
+    """The lookup's message for a RenderError: the file first (relative to the root), the directory once at the end."""
+    if exc.path is None:  # the problem names the path itself
+        return "stacksync.k8s.manifests: %s" % exc.message
+    return "stacksync.k8s.manifests: %s (in %s)" % (exc.message, ("checkout %s" % root) if root else path)
+
+
 class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
@@ -167,10 +186,11 @@ class LookupModule(LookupBase):
                 manifests.extend(render(
                     path, root=term_root,
                     template=self._template_hook(variables, template_vars, path),
-                    seen=seen, origin=(path.rstrip("/") + "/") if len(terms) > 1 else None,
+                    seen=seen, origin=(path.rstrip("/") + "/") if len(terms) > 1 and not root else None,
                     **options))
             except RenderError as exc:
-                raise AnsibleError("stacksync.k8s.manifests: %s: %s" % (path, exc.message)) from exc
+                # from None: ansible-core >= 2.19 appends the cause's message, which this one already holds
+                raise AnsibleError(error_message(exc, path, term_root)) from None
         return manifests
 
     def _decrypt(self, b_vaulttext):

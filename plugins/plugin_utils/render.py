@@ -30,6 +30,12 @@ import yaml
 from ansible.errors import AnsibleError
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOURCE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, group_of
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.kubeyaml import (
+    KubectlLoader,
+    is_json_stream,
+    iter_json_values,
+    split_documents,
+)
 
 #: File name suffixes read as manifests (a further ``.j2`` makes them templates).
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -64,6 +70,13 @@ class RenderError(AnsibleError):
             where.append("line %d" % self.line)
         return "%s%s: %s" % (self.path, " (%s)" % ", ".join(where) if where else "", self.problem)
 
+    def under(self, prefix):
+        """The same error with its path prefixed by ``prefix`` (a directory relative to the render root)."""
+        if not prefix or self.path is None:
+            return self
+        path = prefix + "/" if self.path in (".", "./") else _join(prefix, self.path)
+        return RenderError(self.problem, path=path, doc=self.doc, line=self.line, item=self.item)
+
 
 # --------------------------------------------------------------------------------------------
 # YAML
@@ -72,64 +85,14 @@ class RenderError(AnsibleError):
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class ManifestLoader(_BaseLoader):  # pylint: disable=too-many-ancestors
-    """Safe YAML loader with Kubernetes-friendly scalars and ``!vault`` support.
-
-    Timestamps stay strings (as ``kubectl`` reads them) and ``!!binary`` stays base64 text, so
-    every value is JSON-serialisable. ``!vault`` values are decrypted with ``self.decrypt``.
-    """
-
-    decrypt = None
-
-    def construct_mapping(self, node, deep=False):
-        """As SafeLoader, but a key written twice in one mapping is an error (as for kubectl)."""
-        merged = isinstance(node, yaml.MappingNode) and any(k.tag == _MERGE_TAG for k, _v in node.value)
-        mapping = super().construct_mapping(node, deep=deep)
-        if not merged and isinstance(node, yaml.MappingNode) and len(mapping) != len(node.value):
-            seen = set()
-            for key_node, _value in node.value:
-                key = self.construct_object(key_node, deep=True)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping", node.start_mark, "found duplicate key %r" % (key,),
-                        key_node.start_mark)
-                seen.add(key)
-        return mapping
+class ManifestLoader(KubectlLoader):  # pylint: disable=too-many-ancestors
+    """Loads one YAML document as kubectl reads it (see :mod:`kubeyaml`), plus ``!vault`` values
+    decrypted with ``self.decrypt``. Every value is JSON-serialisable."""
 
 
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-def _construct_plain_str(loader, node):
-    return loader.construct_scalar(node)
-
-
-def _construct_binary(loader, node):
-    return re.sub(r"\s+", "", loader.construct_scalar(node))
-
-
-def _construct_vault(loader, node):
-    ciphertext = loader.construct_scalar(node)
-    if loader.decrypt is None:
-        raise yaml.constructor.ConstructorError(
-            None, None, "found a !vault value but no vault secrets are available", node.start_mark)
-    plain = loader.decrypt(ciphertext.encode("utf-8"))  # pylint: disable=not-callable
-    try:
-        return plain.decode("utf-8")
-    except UnicodeDecodeError:
-        raise yaml.constructor.ConstructorError(
-            None, None, "the decrypted !vault value is not UTF-8 text", node.start_mark) from None
-
-
-ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_plain_str)
-ManifestLoader.add_constructor("tag:yaml.org,2002:binary", _construct_binary)
-ManifestLoader.add_constructor("!vault", _construct_vault)
-ManifestLoader.add_constructor("!vault-encrypted", _construct_vault)
-
-
-def _yaml_line(exc):
+def _yaml_line(exc, offset=0):
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    return mark.line + 1 if mark is not None else None
+    return mark.line + 1 + offset if mark is not None else None
 
 
 def _yaml_problem(exc):
@@ -139,33 +102,70 @@ def _yaml_problem(exc):
     return "invalid YAML: %s" % exc
 
 
-def iter_yaml_documents(text, rel, decrypt=None):
-    """Yield ``(index, line, document)`` for each document of a YAML stream (empty ones too)."""
-    loader = ManifestLoader(text)
+_END_MARKER = re.compile(r"^\.\.\.(?:\s|$)", re.MULTILINE)
+
+
+def _load_chunk(chunk, rel, index, first_line, decrypt):
+    """``(line, data)`` of one YAML document (a chunk of :func:`kubeyaml.split_documents`)."""
+    loader = ManifestLoader(chunk)
     loader.decrypt = decrypt
-    index = 0
-    line = None
+    offset = first_line - 1
+    loader.line_offset = offset
+    line = first_line
     try:
-        while True:
-            try:
-                if not loader.check_node():
-                    break
-                node = loader.get_node()
-                line = node.start_mark.line + 1 if node is not None else None
-                data = loader.construct_document(node) if node is not None else None
-            except yaml.YAMLError as exc:
-                raise RenderError(_yaml_problem(exc), rel, doc=index, line=_yaml_line(exc) or line) from None
-            except RecursionError:
-                raise RenderError("the document is nested too deeply (more levels than the YAML parser's recursion limit)",
-                                  rel, doc=index, line=line) from None
-            except RenderError:
-                raise
-            except AnsibleError as exc:  # vault errors raised by the decrypt hook
-                raise RenderError("cannot decrypt a !vault value: %s" % _msg(exc), rel, doc=index, line=line) from exc
-            yield index, line, data
-            index += 1
+        node = loader.get_single_node()
+        if node is None:
+            return line, None
+        line = node.start_mark.line + 1 + offset
+        return line, loader.construct_document(node)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (no mark, a position)
+        raise RenderError("invalid YAML: unacceptable character #x%04x: %s" % (exc.character, exc.reason), rel,
+                          doc=index, line=chunk.count("\n", 0, exc.position) + first_line) from None
+    except yaml.YAMLError as exc:
+        problem = _yaml_problem(exc)
+        if getattr(exc, "problem", None) == "did not find expected <document start>" and _END_MARKER.search(chunk):
+            problem += (" (content after a '...' document end marker: kubectl would silently ignore it; "
+                        "start a new document with a --- line)")
+        raise RenderError(problem, rel, doc=index, line=_yaml_line(exc, offset) or line) from None
+    except RecursionError:
+        raise RenderError("the document is nested too deeply (more levels than the YAML parser's recursion limit)",
+                          rel, doc=index, line=line) from None
+    except RenderError:
+        raise
+    except AnsibleError as exc:  # vault errors raised by the decrypt hook
+        raise RenderError("cannot decrypt a !vault value: %s" % _msg(exc), rel, doc=index, line=line) from exc
     finally:
         loader.dispose()
+
+
+def iter_yaml_documents(text, rel, decrypt=None):
+    """Yield ``(index, line, document)`` for each document of a manifest file's text, as kubectl reads it.
+
+    A text starting with ``{`` is a stream of JSON values; anything else YAML documents separated by
+    lines starting with ``---`` (empty documents are yielded too, as ``None``).
+    """
+    if is_json_stream(text):
+        index = 0
+        try:
+            for line, value in iter_json_values(text):
+                yield index, line, value
+                index += 1
+        except ValueError as exc:
+            line, problem = exc.args
+            raise RenderError(problem, rel, doc=index, line=line) from None
+        return
+    index = 0
+    chunks = split_documents(text)
+    while True:
+        try:
+            index, first_line, chunk = next(chunks)
+        except StopIteration:
+            return
+        except ValueError as exc:
+            line, problem = exc.args
+            raise RenderError("invalid YAML: %s" % problem, rel, doc=index + 1, line=line) from None
+        line, data = _load_chunk(chunk, rel, index, first_line, decrypt)
+        yield index, line, data
 
 
 def _msg(exc):
@@ -382,17 +382,9 @@ def is_vault_data(b_data):
     return b_data.lstrip().startswith(VAULT_HEADER)
 
 
-def _documents_of_text(text, rel, fmt, decrypt):
-    """Yield ``(index, line, document)`` for a file's content."""
-    if fmt == "json":
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise RenderError("invalid JSON: %s" % getattr(exc, "msg", exc), rel, doc=0,
-                              line=getattr(exc, "lineno", None)) from None
-        yield 0, 1, data
-        return
-    yield from iter_yaml_documents(text, rel, decrypt=decrypt)
+def _documents_of_text(text, rel, decrypt):
+    """Yield ``(index, line, document)`` for a file's content (JSON or YAML, told apart as kubectl does)."""
+    return iter_yaml_documents(text, rel, decrypt=decrypt)
 
 
 def _file_documents(unit, max_file_size, decrypt, template):
@@ -405,8 +397,7 @@ def _file_documents(unit, max_file_size, decrypt, template):
         except AnsibleError as exc:
             raise RenderError("cannot decrypt the vault-encrypted file: %s" % _msg(exc), unit.rel) from exc
     text = _decode(b_data, unit.rel)
-    fmt = unit.kind
-    if fmt == "template":
+    if unit.kind == "template":
         if template is None:
             raise RenderError("is a template but no templating engine is available", unit.rel)
         try:
@@ -418,8 +409,7 @@ def _file_documents(unit, max_file_size, decrypt, template):
         if isinstance(rendered, (dict, list)):  # a template that is a single expression
             rendered = json.dumps(rendered)
         text = str(rendered)
-        fmt = "json" if unit.rel.lower().endswith(".json.j2") else "yaml"
-    return _documents_of_text(text, unit.rel, fmt, decrypt)
+    return _documents_of_text(text, unit.rel, decrypt)
 
 
 # --------------------------------------------------------------------------------------------
@@ -635,9 +625,11 @@ def render(path, root=None, include=None, exclude=None, recursive=True, max_file
     :param template: ``template(text, abs_path) -> str``; ``None``: ``*.j2`` files are an error.
     :param kustomize: command rendering a kustomization directory (the directory is appended);
         ``None``: ``kustomize build`` if available, else ``kubectl kustomize``.
-    :param origin: prefix for the sources named in duplicate errors (e.g. the rendered path + ``/``).
+    :param origin: prefix for the sources named in duplicate errors (e.g. the rendered path + ``/``);
+        default: the rendered path relative to ``root`` when ``root`` is given.
     :param seen: dict ``ObjectId -> source`` shared between calls to detect duplicates across trees.
-    :raises RenderError: on the first invalid file, document or duplicate.
+    :raises RenderError: on the first invalid file, document or duplicate. Its path is relative to
+        ``root`` when ``root`` is given (the file's path in the repository), else to ``path``.
     """
     if not isinstance(path, str) or not path:
         raise RenderError("the path to render must be a non-empty string")
@@ -654,11 +646,27 @@ def render(path, root=None, include=None, exclude=None, recursive=True, max_file
     if isinstance(exclude, str):
         exclude = [exclude]
 
-    units = collect(base, root_real, PathFilter(include, exclude), recursive=recursive)
+    prefix = _relative_dir(base, root_real) if root else ""
+    if origin is None and prefix:
+        origin = prefix + "/"
+    try:
+        return _render_units(collect(base, root_real, PathFilter(include, exclude), recursive=recursive),
+                             root_real, max_file_size, source_annotation, decrypt, template, kustomize,
+                             kustomize_timeout, {} if seen is None else seen, origin)
+    except RenderError as exc:
+        raise exc.under(prefix) from None
 
+
+def _relative_dir(base, root):
+    """The directory of ``base`` (itself, or a file's directory) relative to ``root``; ``""`` for the root."""
+    directory = base if os.path.isdir(base) else os.path.dirname(base)
+    rel = os.path.relpath(directory, root)
+    return "" if rel == "." else rel.replace(os.sep, "/")
+
+
+def _render_units(units, root_real, max_file_size, source_annotation, decrypt, template, kustomize,
+                  kustomize_timeout, seen, origin):
     manifests = []
-    if seen is None:
-        seen = {}
     for unit in units:
         if unit.kind == "kustomize":
             documents = _kustomize_documents(unit, kustomize, kustomize_timeout, root_real)

@@ -1,29 +1,96 @@
-"""``make demo`` end to end: ``bash examples/demo.sh COLLECTIONS_PATH`` (simulator, example git repo,
-first sync, no-op, change with --check --diff then applied, removal -> prune)."""
+"""``make demo`` end to end: ``bash examples/demo.sh`` (the checkout installed, simulator, example git repo,
+first sync, no-op, changes and a removal previewed with --check --diff, then synced and pruned), and the
+two commands it prints for one's own cluster, run as printed."""
 
 import os
+import re
+import shlex
 import subprocess
 
 import pytest
 
 try:
-    from .test_sync_helpers import REPO_ROOT, clean_env
+    from .test_sync_helpers import REPO_ROOT, GitRepo, clean_env, configmap, kubeconfig_of
 except ImportError:  # rootdir-relative import (tests/integration is not a package)
-    from test_sync_helpers import REPO_ROOT, clean_env
+    from test_sync_helpers import REPO_ROOT, GitRepo, clean_env, configmap, kubeconfig_of
 
-VENV_PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
+VENV = REPO_ROOT / ".venv"
+
+
+def demo_output():
+    """``bash examples/demo.sh`` as ``make demo`` runs it (it installs this checkout itself), with .venv."""
+    env = clean_env(STACKSYNC_DEMO_VENV=str(VENV))
+    proc = subprocess.run(["bash", str(REPO_ROOT / "examples" / "demo.sh")],
+                          cwd=REPO_ROOT, capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    return proc.stdout, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def demo():
+    if not (VENV / "bin" / "python").exists():
+        pytest.skip("examples/demo.sh runs here with the repository's .venv (make venv)")
+    return demo_output()
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not VENV_PYTHON.exists(), reason="examples/demo.sh runs with the repository's .venv (make venv)")
-def test_demo_script_runs_end_to_end():
-    proc = subprocess.run(["bash", str(REPO_ROOT / "examples" / "demo.sh"), os.environ["ANSIBLE_COLLECTIONS_PATH"]],
-                          cwd=REPO_ROOT, capture_output=True, text=True, env=clean_env(), timeout=900)
-    out = proc.stdout
-    assert proc.returncode == 0, out[-6000:] + proc.stderr[-3000:]
+def test_demo_script_runs_end_to_end(demo):
+    out, err = demo
     assert "created 6, configured 0, unchanged 0, pruned 0, skipped 0" in out
-    assert "configured 2, unchanged 4, pruned 0" in out
+    assert "created 0, configured 0, unchanged 6, pruned 0, skipped 0" in out  # the no-op run
+    # previewed (check mode), then done: the same counts
+    assert re.search(r"check mode: nothing was changed.*\n.*configured 2, unchanged 3, pruned 1", out)
+    assert out.count("configured 2, unchanged 3, pruned 1, skipped 0") == 2
+    assert "--- before: ConfigMap demo/feature-flags" in out  # the diff of the prune
     assert "OK: exactly one object was pruned: ConfigMap demo/feature-flags" in out
     assert "ConfigMaps left in namespace demo: app-config" in out
-    # the simulator was stopped and the temp dir removed
-    assert "Demo complete" in out
+    assert "Demo complete in" in out
+    steps = re.findall(r"^==> \[ *\d+s\] (.*)$", out, re.MULTILINE)
+    assert steps[0].startswith("Starting the Kubernetes API simulator") and len(steps) >= 7
+    assert steps[1].startswith("Installing the collection from this checkout")
+    assert "WARNING" not in err and "not part of the configured" not in out + err
+
+
+def printed_commands(out):
+    """The two commands the demo prints at the end, for one's own cluster."""
+    tail = out[out.index("==> Next:"):]
+    commands = [line.strip() for line in tail.splitlines() if line.startswith("  .")]
+    assert len(commands) == 2, tail
+    return [shlex.split(c) for c in commands]
+
+
+@pytest.mark.slow
+def test_the_readme_quick_start_shows_the_printed_commands(demo):
+    readme = (REPO_ROOT / "README.md").read_text()
+    for command in printed_commands(demo[0]):
+        line = shlex.join(command).replace(".venv/bin/", ".venv-demo/bin/", 1)
+        assert "$ " + line + "\n" in readme, line
+
+
+@pytest.mark.slow
+def test_the_printed_commands_work_against_a_cluster(demo, kube, tmp_path):
+    """The printed commands, run as printed: the collection is installed into ~/.ansible/collections (a
+    temporary HOME) and the sync playbook previews a repository with examples/local.yml. Only the repo URL
+    (a placeholder) and, in this test, the kubeconfig are supplied."""
+    install, sync = printed_commands(demo[0])
+    venv_bin = VENV / "bin"
+    assert install[:4] == [".venv/bin/ansible-galaxy", "collection", "install", "--force"], install
+    assert sync[:4] == [".venv/bin/ansible-playbook", "stacksync.k8s.sync", "-i", "examples/local.yml"], sync
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in clean_env().items() if not k.startswith("ANSIBLE_COLLECTIONS")}
+    env.update(HOME=str(home), PATH=f"{venv_bin}{os.pathsep}{env['PATH']}")
+    proc = subprocess.run(install, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "WARNING" not in proc.stderr and "not part of the configured" not in proc.stdout + proc.stderr
+    assert (home / ".ansible" / "collections" / "ansible_collections" / "stacksync" / "k8s" / "MANIFEST.json").exists()
+
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("deploy/cm.yaml", configmap("printed-command", "default", {"from": "demo"}))
+    repo.commit("one ConfigMap")
+    sync = [a.replace("https://github.com/YOU/REPO.git", repo.url) for a in sync]
+    sync += ["-e", f"stacksync_kubeconfig={kubeconfig_of(kube)}", "-e", f"stacksync_cache_dir={tmp_path / 'cache'}"]
+    proc = subprocess.run(sync, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "created 1, configured 0, unchanged 0, pruned 0" in proc.stdout  # previewed (check mode)
+    assert "created ConfigMap default/printed-command" in proc.stdout

@@ -321,7 +321,8 @@ class Sequence:
         k = next(self.oob_counter)
         c = self.client
         owned = sorted((oid, obj) for oid, obj in snap.items()
-                       if any(H.owned(obj, self.stack[s], oid) for s in STACKS) and oid.kind != "Namespace")
+                       if any(H.owned(obj, self.stack[s], oid) for s in STACKS)
+                       and oid.kind not in ("Namespace", "CustomResourceDefinition"))
         stack = self.stack["a" if flag else "b"]
         if op == "foreign":
             if target % 2:

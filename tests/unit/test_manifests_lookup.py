@@ -246,3 +246,27 @@ def test_playbook_template_vars_includes_filters_and_lookups(tmp_path):
     [cm] = json.loads(out_file.read_text())
     assert cm["metadata"]["name"] == "tv" and cm["metadata"]["labels"] == {"team": "a"}
     assert cm["data"] == {"from_include": "TV", "host": "localhost", "env": "from-env"}
+
+
+def test_lookup_error_names_the_repo_relative_file_and_the_checkout_once(tmp_path):
+    checkout = tmp_path / "cache" / "0123abcd"
+    write(checkout, {"clusters/base/ok.yaml": CM.format(name="ok"), "clusters/base/bad.yaml": "data: {op: [}\n"})
+    lookup, variables = make_lookup(tmp_path)
+    with pytest.raises(AnsibleError) as info:
+        lookup.run([str(checkout / "clusters" / "base")], variables, root=str(checkout))
+    message = str(info.value)
+    assert message.startswith("stacksync.k8s.manifests: clusters/base/bad.yaml (document 0, line 1): invalid YAML")
+    assert message.endswith(f"(in checkout {checkout})") and message.count(str(checkout)) == 1
+    # Without a root: relative to the term, which is named once at the end.
+    with pytest.raises(AnsibleError) as info:
+        lookup.run([str(checkout / "clusters")], variables)
+    assert str(info.value).startswith("stacksync.k8s.manifests: base/bad.yaml (document 0, line 1): ")
+    assert str(info.value).endswith(f"(in {checkout / 'clusters'})")
+
+
+def test_lookup_duplicates_across_terms_under_a_root_are_repo_relative(tmp_path):
+    write(tmp_path, {"a/x.yaml": CM.format(name="x"), "b/y.yaml": CM.format(name="x")})
+    lookup, variables = make_lookup(tmp_path)
+    with pytest.raises(AnsibleError, match=r"^stacksync.k8s.manifests: b/y.yaml \(document 0, line 1\): "
+                                           r"ConfigMap x is defined twice \(first in a/x.yaml#0\)"):
+        lookup.run(["a", "b"], variables, root=str(tmp_path))

@@ -156,7 +156,7 @@ def test_values_are_json_compatible(tmp_path):
         """})
     doc = R.render(str(tmp_path), source_annotation=False)[0]
     assert doc["data"] == {"date": "2024-01-01", "stamp": "2024-01-01T10:00:00Z", "2": "two", "true": "yes-key"}
-    assert doc["binaryData"] == {"blob": "aGVsbG8="}
+    assert doc["binaryData"] == {"blob": "hello"}  # kubectl decodes !!binary (the API server then wants base64)
     assert json.loads(json.dumps(doc)) == doc
 
 
@@ -303,7 +303,7 @@ def test_invalid_json(tmp_path):
     ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 42}\n", "metadata.name must be a string, got integer 42"),
     ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: 7}\n", "metadata.namespace must be a string"),
     ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: {x: true}}\n", "metadata.labels[x] must be a string, got boolean True"),
-    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, annotations: {n: 1}}\n", "metadata.annotations[n] must be"),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, annotations: {note: 1}}\n", "metadata.annotations[note] must be"),
 ])
 def test_invalid_documents(tmp_path, body, problem):
     write(tmp_path, {"dir/f.yaml": CM.format(name="first") + "---\n" + body})
@@ -333,7 +333,9 @@ def test_duplicate_across_files_same_group_other_version(tmp_path):
 
 
 def test_same_name_in_other_namespace_kind_or_group_is_fine(tmp_path):
+    # The leading --- makes it YAML for kubectl too (a file starting with "{" is a JSON stream).
     write(tmp_path, {"a.yaml": """\
+        ---
         {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
         ---
         {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: other}}
@@ -561,12 +563,16 @@ def test_manifest_kind(name, kind):
 def test_duplicate_keys_are_invalid_yaml(tmp_path):
     write(tmp_path, {"d.yaml": CM.format(name="a") + "data:\n  x: '1'\n  y: '2'\n  x: '3'\n"})
     err = render_error(tmp_path)
-    assert err.path == "d.yaml" and err.line == 8 and "found duplicate key 'x'" in str(err)
+    assert err.path == "d.yaml" and err.line == 8 and "found duplicate key 'x' (first on line 6)" in str(err)
+    # in a later document, both lines are the file's
+    write(tmp_path, {"d.yaml": CM.format(name="z") + "---\n" + CM.format(name="a") + "data:\n  x: '1'\n  x: '3'\n"})
+    err = render_error(tmp_path)
+    assert err.doc == 1 and err.line == 12 and "found duplicate key 'x' (first on line 11)" in str(err)
 
 
 def test_merge_keys_may_override(tmp_path):
-    write(tmp_path, {"m.yaml": CM.format(name="a") + "data:\n  <<: {x: '1', y: '2'}\n  x: '3'\n"})
-    assert R.render(str(tmp_path))[0]["data"] == {"x": "3", "y": "2"}
+    write(tmp_path, {"m.yaml": CM.format(name="a") + "data:\n  <<: {x: '1', z: '2'}\n  x: '3'\n"})
+    assert R.render(str(tmp_path))[0]["data"] == {"x": "3", "z": "2"}
 
 
 @needs_kustomize
@@ -578,9 +584,44 @@ def test_kustomization_referencing_a_directory_outside_the_root_is_refused(tmp_p
         "repo/apps/mid/kustomization.yaml": "resources:\n  - ../../../outside\n",
     })
     err = render_error(tmp_path / "repo" / "apps", root=str(tmp_path / "repo"))
-    assert err.path == "./" and "'../../../outside' resolves outside the checkout" in str(err)
+    assert err.path == "apps/" and "'../../../outside' resolves outside the checkout" in str(err)  # root-relative
     # Inside the root, references to sibling directories are fine.
     (tmp_path / "repo" / "apps" / "mid" / "kustomization.yaml").write_text("resources: []\n")
     assert names(R.render(str(tmp_path / "repo" / "apps"), root=str(tmp_path / "repo"))) == ["base"]
     # Without a root, the rendered path is the bound: ../base is outside.
     assert "'../base' resolves outside the checkout" in str(render_error(tmp_path / "repo" / "apps"))
+
+
+# ------------------------------------------------------------------------------------------
+# Error paths relative to the root (the file's path in the repository)
+# ------------------------------------------------------------------------------------------
+
+def test_errors_name_the_path_relative_to_the_root(tmp_path):
+    write(tmp_path, {"repo/clusters/base/ok.yaml": CM.format(name="ok"),
+                     "repo/clusters/base/apps/bad.yaml": CM.format(name="a") + "---\nkey: [unclosed\n"})
+    base = tmp_path / "repo" / "clusters" / "base"
+    err = render_error(base, root=str(tmp_path / "repo"))
+    assert err.path == "clusters/base/apps/bad.yaml" and err.doc == 1
+    assert str(err).startswith("clusters/base/apps/bad.yaml (document 1, line ")
+    assert str(tmp_path) not in str(err)
+    assert render_error(base).path == "apps/bad.yaml"  # without a root: relative to the rendered path
+    single = render_error(base / "apps" / "bad.yaml", root=str(tmp_path / "repo"))
+    assert single.path == "clusters/base/apps/bad.yaml"
+
+
+def test_duplicates_name_both_files_relative_to_the_root(tmp_path):
+    write(tmp_path, {"repo/env/a.yaml": CM.format(name="x"), "repo/env/sub/b.yaml": CM.format(name="x")})
+    err = render_error(tmp_path / "repo" / "env", root=str(tmp_path / "repo"))
+    assert str(err) == "env/sub/b.yaml (document 0, line 1): ConfigMap x is defined twice (first in env/a.yaml#0)"
+    # the source annotation stays relative to the rendered path
+    write(tmp_path, {"repo/env/sub/b.yaml": CM.format(name="z")})
+    manifests = R.render(str(tmp_path / "repo" / "env"), root=str(tmp_path / "repo"))
+    assert sources(manifests) == ["a.yaml#0", "sub/b.yaml#0"]
+
+
+def test_content_after_a_document_end_marker_is_refused(tmp_path):
+    # kubectl reads only up to "..." and silently drops the rest (ConfigMap b would be pruned)
+    write(tmp_path, {"e.yaml": CM.format(name="a") + "...\n" + CM.format(name="b")})
+    err = render_error(tmp_path)
+    assert err.path == "e.yaml" and err.doc == 0 and err.line == 6  # the first line after the marker
+    assert "content after a '...' document end marker" in str(err)

@@ -1,0 +1,199 @@
+"""kubeyaml: YAML and JSON read as kubectl reads them (sigs.k8s.io/yaml over go-yaml v2).
+
+Expected values were taken from kubectl 1.32 (``kubectl create --dry-run=client -o json``); the
+differential test (test_yaml_parity.py) re-checks the whole corpus against the kubectl on PATH.
+"""
+
+import math
+import re
+
+import pytest
+import yaml
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import kubeyaml as K
+
+
+def load(text, decrypt=None):
+    loader = K.KubectlLoader(text)
+    loader.decrypt = decrypt
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+@pytest.mark.parametrize("text, tag, value", [
+    ("=", "str", "="), ("1:20", "str", "1:20"), ("190:20:30", "str", "190:20:30"),
+    ("yes", "bool", True), ("y", "bool", True), ("On", "bool", True), ("NO", "bool", False), ("off", "bool", False),
+    ("yEs", "str", "yEs"), ("tRuE", "str", "tRuE"),
+    ("", "null", None), ("~", "null", None), ("Null", "null", None), ("nUll", "str", "nUll"),
+    ("017", "int", 15), ("0o17", "int", 15), ("0x1F", "int", 31), ("0X1f", "int", 31), ("0b101", "int", 5),
+    ("-0b101", "int", -5), ("+12", "int", 12), ("1_000", "int", 1000), ("09", "float", 9.0), ("00", "int", 0),
+    ("9223372036854775807", "int", 2 ** 63 - 1), ("-9223372036854775808", "int", -(2 ** 63)),
+    ("1.5", "float", 1.5), ("1e3", "float", 1000.0), (".5", "float", 0.5), ("+.5", "float", 0.5), ("1.", "float", 1.0),
+    ("685.230_15e+03", "float", 685230.15), ("1e400", "str", "1e400"), ("1.2.3", "str", "1.2.3"),
+    ("2002-12-14", "timestamp", "2002-12-14"), ("2001-12-14t21:59:43.10-05:00", "timestamp", "2001-12-14t21:59:43.10-05:00"),
+    ("2001-02-30", "str", "2001-02-30"), ("2001-12-14 21:59:43.10 -5", "str", "2001-12-14 21:59:43.10 -5"),
+    ("0x", "str", "0x"), ("0xG", "str", "0xG"), ("<<", "str", "<<"), ("-", "str", "-"), ("+", "str", "+"),
+])
+def test_resolve_plain(text, tag, value):
+    assert K.resolve_plain(text) == (tag, value)
+    assert type(K.resolve_plain(text)[1]) is type(value)
+
+
+def test_resolve_plain_uint64_and_specials():
+    tag, value = K.resolve_plain("18446744073709551615")
+    assert tag == "int" and isinstance(value, K.Uint64) and value == 2 ** 64 - 1
+    assert K.resolve_plain("18446744073709551616") == ("float", 1.8446744073709552e19)
+    assert K.resolve_plain("-9223372036854775809") == ("float", -9.223372036854776e18)
+    assert math.isnan(K.resolve_plain(".NaN")[1]) and K.resolve_plain("-.Inf") == ("float", -math.inf)
+
+
+@pytest.mark.parametrize("tag, text, value", [
+    ("int", "12", 12), ("float", "1", 1.0), ("bool", "yes", True), ("null", "", None), ("str", "12", "12"),
+    ("timestamp", "2001-12-14", "2001-12-14"),
+])
+def test_resolve_tagged(tag, text, value):
+    assert K.resolve_tagged(K.TAG_PREFIX + tag, text) == value
+
+
+@pytest.mark.parametrize("tag, text, message", [
+    ("int", "twelve", "cannot decode !!str `twelve` as a !!int"), ("bool", "1", "cannot decode !!int `1` as a !!bool"),
+    ("float", "9223372036854775808", "as a !!float"), ("timestamp", "foo", "as a !!timestamp"),
+])
+def test_resolve_tagged_mismatch(tag, text, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        K.resolve_tagged(K.TAG_PREFIX + tag, text)
+
+
+@pytest.mark.parametrize("value, expected", [
+    (1.0, 1), (1000.0, 1000), (-0.0, 0), (1.5, 1.5), (1e20, 1e20), (1e21, 1e21), (2.0 ** 63, 2.0 ** 63),
+    (-(2.0 ** 63), -(2.0 ** 63)),  # written -9223372036854776000: does not fit int64
+    (1.2345678901234567e18, 1234567890123456800),  # shortest digits, as encoding/json writes it
+    (2 ** 63, 2.0 ** 63), (-(2 ** 63) - 1, -(2.0 ** 63)), (5, 5), (True, True),
+])
+def test_json_number(value, expected):
+    result = K.json_number(value)
+    assert result == expected and type(result) is type(expected)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_json_number_refuses_nan_and_infinities(value):
+    with pytest.raises(ValueError, match="not a number JSON can carry"):
+        K.json_number(value)
+
+
+@pytest.mark.parametrize("value, expected", [
+    (1.5, "1.5"), (1000.0, "1000"), (1234567.0, "1.234567e+06"), (0.1, "0.1"), (1e21, "1e+21"), (1e-5, "1e-05"),
+    (123456789.0, "1.2345679e+08"), (1e6, "1e+06"), (-0.0, "-0"), (3.4e39, ".inf"), (math.nan, ".nan"),
+    (-2.5, "-2.5"), (0.0001, "0.0001"),
+])
+def test_format_float_key(value, expected):
+    assert K.format_float_key(value) == expected
+
+
+@pytest.mark.parametrize("key, expected", [("a", "a"), (True, "true"), (False, "false"), (16, "16"), (1.5, "1.5")])
+def test_mapping_key(key, expected):
+    assert K.mapping_key(key) == expected
+
+
+@pytest.mark.parametrize("key, message", [
+    (None, "null"), (K.Uint64(2 ** 63), "uint64"), ([1], "list"), ({"a": 1}, "mapping"),
+])
+def test_mapping_key_refused(key, message):
+    with pytest.raises(ValueError, match=message):
+        K.mapping_key(key)
+
+
+def test_loader_scalars_keys_and_numbers():
+    doc = load("a: =\nb: 1:20\ny: yes\noff: on\n0x10: hex\n1.5: f\nc: 1.0\nd: 1e3\ne: 18446744073709551616\n"
+               "t: 2002-12-14\nq: '017'\nm: 017\n")
+    assert doc == {"a": "=", "b": "1:20", "true": True, "false": True, "16": "hex", "1.5": "f", "c": 1, "d": 1000,
+                   "e": 1.8446744073709552e19, "t": "2002-12-14", "q": "017", "m": 15}
+    assert type(doc["c"]) is int and type(doc["d"]) is int and type(doc["e"]) is float
+
+
+def test_loader_merge_keys_apply_in_document_order():
+    doc = load("base: &b {a: from-merge, b: from-merge}\nfirst: &f {k: first}\nsecond: &s {k: second}\n"
+               "before: {a: explicit, <<: *b}\nafter: {<<: *b, a: explicit}\nlist: {<<: [*f, *s]}\n"
+               "quoted: {'<<': literal}\nvalue: {v: <<}\n")
+    assert doc["before"] == {"a": "from-merge", "b": "from-merge"}  # go-yaml: the merge overwrites what came before
+    assert doc["after"] == {"a": "explicit", "b": "from-merge"}
+    assert doc["list"] == {"k": "first"}  # earlier maps in the list win
+    assert doc["quoted"] == {"<<": "literal"} and doc["value"] == {"v": "<<"}
+
+
+def test_loader_tags():
+    doc = load("bin: !!binary aGVsbG8=\nbad8: !!binary /+I=\nstr: !!str 12\nint: !!int '12'\ncustom: !Ref 12\n"
+               "set: !!set {a, b}\nomap: !!omap [a: 1]\nmap: !custom {a: 1}\n")
+    assert doc == {"bin": "hello", "bad8": "\ufffd\ufffd", "str": "12", "int": 12, "custom": "12",
+                   "set": {"a": None, "b": None}, "omap": [{"a": 1}], "map": {"a": 1}}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a: 1\na: 2\n", "found duplicate key 'a' (first on line 1)"),
+    ("1: a\n'1': b\n", "found duplicate key '1'"),
+    ("y: a\ntrue: b\n", "found duplicate key 'true'"),
+    ("a: !!binary 'not base64!'\n", "invalid base64"),
+    ("a: .nan\n", "NaN is not a number JSON can carry"),
+    ("[a]: 1\n", "invalid map key"),
+    ("~: 1\n", "unsupported map key: null"),
+    ("9223372036854775808: 1\n", "uint64"),
+    ("<<: scalar\n", "map merge requires map or sequence of maps"),
+    ('a: "\\uD83D\\uDE00"\n', "invalid Unicode character escape"),
+    ("a: !vault x\n", "no vault secrets"),
+])
+def test_loader_errors(text, message):
+    with pytest.raises(yaml.YAMLError) as info:
+        load(text)
+    assert message in str(info.value)
+
+
+def test_loader_duplicate_key_error_points_at_the_second_key():
+    with pytest.raises(K.KubeYAMLError) as info:
+        load("data:\n  x: 1\n  y: 2\n  x: 3\n")
+    assert info.value.problem_mark.line == 3
+
+
+def test_loader_vault_values_are_decrypted():
+    assert load("pw: !vault cipher\n", decrypt=lambda b: b"plain:" + b) == {"pw": "plain:cipher"}
+
+
+@pytest.mark.parametrize("text, chunks", [
+    ("a: 1\n", [(0, 1, "a: 1\n\n")]),
+    ("---\na: 1\n---\n---\n# c\n---\nb: 2\n", [(0, 2, "a: 1\n"), (1, 4, "\n"), (2, 5, "# c\n"), (3, 7, "b: 2\n\n")]),
+    ("# header\n---  # comment\r\na: 1\n", [(0, 3, "a: 1\n\n")]),
+    ("", []), ("# only a comment\n", []),
+    ("a: 1\n---\n", [(0, 1, "a: 1\n"), (1, 3, "\n")]),
+    ("a: |\n  ---\n  x\n", [(0, 1, "a: |\n  ---\n  x\n\n")]),  # indented: not a separator
+])
+def test_split_documents(text, chunks):
+    assert list(K.split_documents(text)) == chunks
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("a: 1\n--- {b: 2}\n", 2, "invalid YAML document separator: {b: 2}"),
+    ("a: 1\n----\n", 2, "invalid YAML document separator: -"),
+])
+def test_split_documents_refuses_content_after_the_separator(text, line, message):
+    with pytest.raises(ValueError) as info:
+        list(K.split_documents(text))
+    assert info.value.args == (line, message)
+
+
+def test_json_stream():
+    assert K.is_json_stream('  \n{"a": 1}') and not K.is_json_stream("---\n{a: 1}") and not K.is_json_stream("[1]")
+    values = list(K.iter_json_values('{"a": 1.0, "b": 1e3, "c": 18446744073709551616}\n\n{"d": "x"}'))
+    assert values == [(1, {"a": 1, "b": 1000, "c": 1.8446744073709552e19}), (3, {"d": "x"})]
+    assert type(values[0][1]["a"]) is int
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ('{"a": 1, "a": 2}', 1, "found duplicate key 'a'"),
+    ('{"a": NaN}', 1, "NaN is not JSON"),
+    ('{"a": 1}\n---\nb: 2\n', 2, "invalid JSON"),
+    ('{a: 1}', 1, "invalid JSON"),
+])
+def test_json_stream_errors(text, line, message):
+    with pytest.raises(ValueError) as info:
+        list(K.iter_json_values(text))
+    assert info.value.args[0] == line and message in info.value.args[1]
