@@ -26,9 +26,10 @@ __metaclass__ = type
 import contextlib
 import json
 import random
-import re
 import threading
 import time
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url
 
 try:
     from urllib.parse import quote, urlencode
@@ -49,7 +50,6 @@ APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 JSON = "application/json"
-WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 #: request timeout (connect and read, seconds) and retry budget (seconds) unless the caller says otherwise
 DEFAULT_REQUEST_TIMEOUT = 30.0
@@ -168,16 +168,6 @@ class KubeClient:
     def _count(self, method):
         with self._lock:
             self.counts[method] = self.counts.get(method, 0) + 1
-
-    @property
-    def total_requests(self):
-        with self._lock:
-            return sum(self.counts.values())
-
-    @property
-    def write_requests(self):
-        with self._lock:
-            return sum(v for k, v in self.counts.items() if k in WRITE_METHODS)
 
     # -- requests ---------------------------------------------------------------------------
     def request(self, method, path, params=None, body=None, content_type=JSON, accept=JSON, raw=False,
@@ -327,11 +317,6 @@ def quote_name(name):
     return quote(name, safe="")
 
 
-#: ``scheme://userinfo@`` anywhere in a text (a proxy or server URL inside an exception message).
-_USERINFO_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
-
-
 def _safe(exc):
     """A connection error message without URL credentials (``user:password@`` masked), at most 300 characters."""
-    text = _USERINFO_RE.sub(r"\1********@", str(exc))
-    return text[:300]
+    return redact_url(str(exc), mask="********")[:300]

@@ -8,10 +8,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import re
 import sys
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url, url_userinfo
 
 #: (import flag module attribute, pip requirement) checked before anything else runs.
 REQUIREMENTS = (
@@ -42,25 +42,22 @@ def summarize_resources(resources):
     return out
 
 
-#: ``scheme://user:password@`` at the start of a URL (``host``, ``proxy``): the credentials part.
-URL_USERINFO_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@]+)@")
 URL_OPTIONS = ("host", "proxy")
+MASK_TEXT = "********"
 
 
 def redact_url_credentials(value):
     """``value`` with the ``user:password@`` part of a URL replaced by ``********@``."""
     if not isinstance(value, str):
         return value
-    return URL_USERINFO_RE.sub(r"\1********@", value)
+    return redact_url(value, mask=MASK_TEXT)
 
 
 def url_credentials(params):
     """The ``user:password`` parts of the URL options (``host``, ``proxy``): masked like no_log values."""
     found = set()
     for name in URL_OPTIONS:
-        match = URL_USERINFO_RE.match(params.get(name) or "")
-        if match:
-            found.add(match.group(2))
+        found |= url_userinfo(params.get(name) or "")
     return found
 
 

@@ -60,13 +60,6 @@ def parse_group_kind(text):
     return group, kind
 
 
-def object_id(manifest, namespace=None):
-    """Identity of a manifest as written (``namespace`` overrides what it says, if given)."""
-    meta = manifest.get("metadata") or {}
-    ns = meta.get("namespace") or "" if namespace is None else namespace
-    return ObjectId(group_of(manifest.get("apiVersion")), manifest.get("kind"), ns or "", meta.get("name"))
-
-
 def identity_digest(oid):
     """Short SHA-256 of an identity: what a stack's record lists for each object it declares."""
     text = "\n".join([oid.group, oid.kind, oid.namespace, oid.name])

@@ -79,14 +79,13 @@ class Plan:
 class StackManager:
     """Converge one stack. See the module documentation for the meaning of every option."""
 
-    def __init__(self, client, stack, discovery=None, log=None, opts=None, **options):
+    def __init__(self, client, stack, discovery=None, opts=None, **options):
         try:
             self.opts = opts or StackOptions(stack, **options)
         except OptionError as e:
             raise StackError(str(e)) from None
         self.client = client
         self.stack = stack
-        self.log = log or (lambda msg: None)
         self._pool = None
         self._key = None
         self._lock = None  # the LeaseLock while a run writes

@@ -14,6 +14,8 @@ __metaclass__ = type
 import hashlib
 import re
 
+from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
+
 #: Longest valid label value.
 MAX_LABEL_LENGTH = 63
 #: Hex digits of the hash appended to shortened names.
@@ -21,8 +23,7 @@ HASH_LENGTH = 10
 
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 # ``scheme://userinfo@`` anywhere in a text (userinfo: no '/', '@' or whitespace).
-_URL_USERINFO_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s]*@")
-_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_URL_USERINFO_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)([^/@\s]*)@")
 
 
 def _split_url(url):
@@ -49,21 +50,30 @@ def _split_url(url):
     return "", text
 
 
-def redact_url(text):
+def redact_url(text, mask=None):
     """Remove credentials (``user:token@``) from a URL, or from every URL inside a text.
 
     ``https://user:tok@github.com/acme/infra.git`` -> ``https://github.com/acme/infra.git``;
     scp-like ``git@github.com:acme/infra.git`` -> ``github.com:acme/infra.git``. Query
-    strings are kept (use :func:`stack_name` for a fully normalised name).
+    strings are kept (use :func:`stack_name` for a fully normalised name). With ``mask`` the
+    credentials of ``scheme://`` URLs are replaced by it instead (``https://********@host``: module
+    arguments show that something was given).
     """
     if not isinstance(text, str):
         raise TypeError("redact_url expects a string, got %s" % type(text).__name__)
+    if mask is not None:
+        return _URL_USERINFO_RE.sub(lambda m: m.group(1) + mask + "@", text)
     stripped = text.strip()
     if stripped and not _SCHEME_RE.match(stripped) and not re.search(r"\s", stripped):
         authority, path = _split_url(stripped)
         if authority:
             return authority + ":" + path
     return _URL_USERINFO_RE.sub(r"\1", text)
+
+
+def url_userinfo(text):
+    """The ``user:password`` parts of the ``scheme://`` URLs in ``text`` (to mask them elsewhere)."""
+    return set(m.group(2) for m in _URL_USERINFO_RE.finditer(text or "") if m.group(2))
 
 
 def _slug(text):
@@ -96,11 +106,7 @@ def normalize_source(url, path=""):
 
 def is_label_value(value):
     """True if ``value`` is a valid Kubernetes label value."""
-    return (
-        isinstance(value, str)
-        and len(value) <= MAX_LABEL_LENGTH
-        and _LABEL_VALUE_RE.fullmatch(value) is not None
-    )
+    return valid_label_value(value)
 
 
 def stack_name(url, path=""):

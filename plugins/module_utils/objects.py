@@ -6,8 +6,8 @@
 Pure functions, no I/O.
 
 * The **checksum** (annotation ``stacksync.io/checksum``) is taken over the canonical JSON of the
-  desired manifest *with its identity* (group, kind, resolved namespace, name) and without our own
-  ``stacksync.io/*`` metadata, ``status`` and server-set metadata, so it only changes when what git
+  desired manifest *with its identity* (group, kind, resolved namespace, name) and without the
+  stack's own stamps (:data:`.constants.STAMPED_KEYS`), ``status`` and server-set metadata, so it only changes when what git
   says about this object changes. Secrets use HMAC-SHA256 with a per-stack key (kept in a Secret in
   the record namespace), so the annotation cannot be used to confirm a guessed value.
 * The **owner mark** (annotation ``stacksync.io/owner``) is a short SHA-256 of the stack name and

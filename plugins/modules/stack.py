@@ -15,7 +15,7 @@ description:
   - Takes the whole desired set of a I(stack) (a named group of objects, usually one source of a git repository)
     and converges the cluster to it in one run, with server-side apply.
   - Every applied object gets the label C(stacksync.io/stack=<name>), the annotation C(stacksync.io/checksum) (SHA-256
-    of the object's own desired manifest in canonical form, identity included, C(stacksync.io/*) metadata, status and
+    of the object's own desired manifest in canonical form, identity included, the stack's own stamps, status and
     server-set metadata excluded; HMAC-SHA256 with a per-stack key for Secrets, so the annotation cannot confirm a
     guessed value) and the annotation C(stacksync.io/owner) (a short hash of the stack name and the object's own
     identity, so a label copied onto another object never makes it the stack's).
@@ -35,7 +35,11 @@ description:
     only kinds listed when pruning) and the time of the last sync that changed something. The HMAC key for Secret
     checksums is the Secret C(stacksync-<name>-key) there, and the Lease C(stacksync-<name>) there locks the stack
     while a run writes.
-  - When the cluster already matches, the run makes no write requests and reports C(changed=false).
+  - When the cluster already matches, the run makes no write requests and reports C(changed=false). Whether it
+    matches is decided from field ownership (C(managedFields)), as the API server decides it, never by comparing values
+    the server normalises; fields that people's tools wrote (O(takeover_managers)) are taken over and reverted to git,
+    fields of controllers are left alone. Check mode and C(applied) entries report each drift (field manager and
+    field paths).
 options:
   name:
     description:
@@ -148,6 +152,23 @@ options:
       - Field manager name for server-side apply.
     type: str
     default: stacksync
+  takeover_managers:
+    description:
+      - Field managers whose fields on the stack's objects are taken over, as people's tools' changes are (see the
+        README's Drift section and C(docs/adoption.md)); before applying, their
+        C(managedFields) entries become the stack's (guarded by C(resourceVersion)), so the apply removes whatever git
+        does not say and writes back what it does. Fields of any other manager (controllers, autoscalers, admission
+        defaults, C(status)) are never touched and are not drift.
+      - Each entry is a manager name, or a prefix ending in C(*), optionally followed by C(:Update) or C(:Apply) to
+        match only that operation (V(acme-deployer), V(acme-*:Update)).
+      - Default (not set) is V(kubectl*) (client-side C(apply), C(create), C(edit), C(label), C(annotate), C(patch),
+        C(replace), C(set), C(scale), C(rollout) and server-side C(apply)), V(before-first-apply) and
+        V(OpenAPI-Generator) (the Python client and the C(kubernetes.core.k8s) module). Give the list in full to
+        change it; an empty list takes nothing over.
+      - An object annotated C(stacksync.io/ssa=merge) is never taken over; C(stacksync.io/ssa=if-not-present) is
+        created when missing and never changed after.
+    type: list
+    elements: str
   force_conflicts:
     description:
       - Take over fields owned by other field managers (git is the source of truth, out-of-band edits are
@@ -310,11 +331,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 applied:
-  description: Desired objects and what happened to them (V(created), V(configured) or V(unchanged)).
+  description:
+    - Desired objects and what happened to them (V(created), V(configured) or V(unchanged)).
+    - An object configured because the cluster drifted from git carries C(drift), a list of the field managers whose
+      changes are reverted (C(manager), C(operation), C(fields) as paths; never values).
   returned: always
   type: list
   elements: dict
-  sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "settings", "action": "configured"}]
+  sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "settings", "action": "configured",
+            "drift": [{"manager": "kubectl-label", "operation": "Update", "fields": ["metadata.labels.team"]}]}]
 pruned:
   description: Objects deleted (or, in check mode, that would be deleted).
   returned: always
@@ -323,7 +348,9 @@ pruned:
   sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "old", "reason": null}]
 skipped_objects:
   description:
-    - Objects neither applied nor pruned, each with a C(reason).
+    - Objects neither applied nor pruned, each with a C(reason) (the message), a C(code) (V(ignored), V(not-applied),
+      V(not-owned), V(checksum-desired), V(has-owner), V(prune-disabled), V(not-deletable), V(holds-others),
+      V(contents-unknown), V(delete-refused), V(release-refused)) and the C(phase) (V(apply) or V(prune)).
     - Not called C(skipped), which Ansible reads as "the task was skipped".
   returned: always
   type: list

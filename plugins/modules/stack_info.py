@@ -33,6 +33,16 @@ options:
       - Namespace for namespaced objects in O(resources) that do not name one (default the kubeconfig context's
         namespace, else V(default)).
     type: str
+  field_manager:
+    description: The field manager the stack is applied with (as in M(stacksync.k8s.stack)); drift is judged by its fields.
+    type: str
+    default: stacksync
+  takeover_managers:
+    description:
+      - Field managers whose fields count as drift, as M(stacksync.k8s.stack)'s O(stacksync.k8s.stack#module:takeover_managers)
+        (same default).
+    type: list
+    elements: str
   record_namespace:
     description: Namespace of the stack's record.
     type: str
@@ -139,6 +149,8 @@ ARGUMENT_SPEC = dict(
     name=dict(type="str", required=True),
     resources=dict(type="list", elements="dict"),
     namespace=dict(type="str"),
+    field_manager=dict(type="str", default="stacksync"),
+    takeover_managers=dict(type="list", elements="str"),
     record_namespace=dict(type="str", default="kube-system"),
     full_prune_scan=dict(type="bool", default=False),
     concurrency=dict(type="int", default=16),

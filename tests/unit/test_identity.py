@@ -1,12 +1,13 @@
 import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import ResourceInfo
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import (
     ObjectId,
     group_kind_str,
     group_of,
-    object_id,
     parse_group_kind,
     split_api_version,
 )
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import resolve_identity
 
 
 @pytest.mark.parametrize(
@@ -26,16 +27,19 @@ def test_split_api_version_rejects_non_strings(bad):
 def test_identity_uses_group_not_version():
     v1 = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "prod"}}
     beta = {"apiVersion": "apps/v1beta1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "prod"}}
-    assert object_id(v1) == object_id(beta) == ObjectId("apps", "Deployment", "prod", "web")
+    info_v1 = ResourceInfo("apps", "v1", "Deployment", "deployments", True, ())
+    info_beta = ResourceInfo("apps", "v1beta1", "Deployment", "deployments", True, ())
+    assert resolve_identity(v1, info_v1, "default")[0] == resolve_identity(beta, info_beta, "default")[0] == ObjectId(
+        "apps", "Deployment", "prod", "web")
     assert group_of("v1") == ""
 
 
-def test_object_id_namespace_override_and_cluster_scope():
-    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod"}}
-    assert object_id(ns) == ObjectId("", "Namespace", "", "prod")
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "x"}}
-    assert object_id(cm, namespace="") == ObjectId("", "ConfigMap", "", "c")
-    assert object_id(cm, namespace="y").namespace == "y"
+def test_scope_comes_from_discovery_not_the_manifest():
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod", "namespace": "stray"}}
+    oid, warning = resolve_identity(ns, ResourceInfo("", "v1", "Namespace", "namespaces", False, ()), "default")
+    assert oid == ObjectId("", "Namespace", "", "prod") and "cluster-scoped" in warning
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    assert resolve_identity(cm, ResourceInfo("", "v1", "ConfigMap", "configmaps", True, ()), "y")[0].namespace == "y"
 
 
 def test_str_and_group_kind_round_trip():
