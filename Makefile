@@ -1,8 +1,10 @@
 # stacksync.k8s — developer entry points.
 #
-#   make test     full suite: build + install the collection, ansible-test sanity, ansible-lint,
-#                 ruff, unit + integration tests (ansible-core 2.19 / Python 3.11), and the
-#                 sanity + unit layer on the newest ansible-core / Python 3.12 where pyenv has it
+#   make test     full suite: build + install the collection, ansible-test sanity, ansible-lint, ruff,
+#                 Galaxy import + docs + changelog lint, ansible-test integration, unit + integration
+#                 tests (ansible-core 2.19 / Python 3.11), and layers on ansible-core 2.16 and 2.21
+#   make test-matrix  sanity + stack module / sync role integration on ansible-core 2.16 ... 2.21
+#   make docs     the collection's HTML docs site (antsibull-docs) in build/docs/build/html
 #   make demo     sync an example git repo into a local Kubernetes API simulator, then prune
 #                 (its own .venv-demo: ansible-core + requirements.txt only)
 #   make test-real  conformance + integration suites against a real kube-apiserver
@@ -27,17 +29,13 @@ INSTALLED := $(COLLECTIONS)/ansible_collections/stacksync/k8s
 PYTEST_ARGS ?= -n auto --dist loadfile
 N ?= 1000
 
-# Newest ansible-core for the Python 3.12 layer.
-PY312_CORE ?= ansible-core==2.21.5
-VENV312 := .venv-py312
-
 export ANSIBLE_NOCOLOR := 1
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH := false
 
-.PHONY: help venv build install sanity lint ruff unit pytest test test-py312 demo test-real bench clean
+.PHONY: help venv build install sanity lint ruff unit pytest test test-cores test-matrix demo test-real bench clean publish-check docs changelog integration
 
 help:
-	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
 
 $(VENV)/.installed: tests/requirements.txt requirements.txt
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -47,8 +45,10 @@ $(VENV)/.installed: tests/requirements.txt requirements.txt
 
 venv: $(VENV)/.installed
 
+# The extra docs (docs/docsite/rst, from docs/*.md) are generated here so the tarball always has them.
 build: venv
 	@mkdir -p build
+	$(VPY) -m tests.tools.docsite
 	$(VBIN)/ansible-galaxy collection build --force --output-path build .
 
 install: build
@@ -74,25 +74,86 @@ lint: install
 ruff: venv
 	$(VBIN)/ruff check .
 
-# The newest ansible-core on Python 3.12: sanity + unit tests. Skipped (with a message) where no
-# Python 3.12 can be found, as on many users' machines.
-test-py312: install
-	@py312=$$(command -v pyenv >/dev/null && v=$$(pyenv latest 3.12 2>/dev/null) && echo "$$(pyenv root)/versions/$$v/bin/python3.12" || true); \
-	[ -x "$$py312" ] || py312=$$(command -v python3.12 || true); \
-	if [ -z "$$py312" ] || [ ! -x "$$py312" ]; then \
-	  echo "SKIP: no Python 3.12 found (pyenv or python3.12 on PATH): the ansible-core 2.21 / Python 3.12 layer did not run"; exit 0; fi; \
-	echo "Python 3.12 layer with $$py312 and $(PY312_CORE)"; \
-	test -x $(VENV312)/bin/python || "$$py312" -m venv $(VENV312); \
-	$(VENV312)/bin/python -m pip install -q $(PY312_CORE) $$(grep -E '^(kubernetes|PyYAML|jmespath|pytest|hypothesis)==' tests/requirements.txt); \
-	$(call bootstrap_ansible_test,$(VENV312)/bin/python); \
-	(cd $(INSTALLED) && $(CURDIR)/$(VENV312)/bin/ansible-test sanity --local --python 3.12 --color no); \
-	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VENV312)/bin/python -m pytest -q -p no:cacheprovider tests/unit
+# ansible-core / Python layers besides the main one (2.19 / 3.11 in .venv): VERSION:PYTHON:CHECKS,
+# CHECKS from tests/tools/core_layer.sh (sanity, unit, integration = ansible-test targets of the
+# stack module and sync role, pytest = their pytest integration suites). Each layer has its own
+# virtualenv under $(TEST_ROOT)/venvs and is skipped (with a message) where its Python is missing.
+# `make test` runs the oldest and the newest supported ansible-core; `make test-matrix` all of them.
+# Python 3.13 is not in the matrix yet: its ssl module rejects the simulator's test CA (no keyUsage
+# extension, VERIFY_X509_STRICT), so every TLS request to tests/kubesim fails there.
+CORE_LAYERS ?= 2.16.19:3.11:sanity,integration 2.21.5:3.12:sanity,unit,integration
+CORE_MATRIX ?= 2.16.19:3.11 2.17.14:3.12 2.18.19:3.12 2.19.14:3.12 2.20.10:3.12 2.21.5:3.12
+MATRIX_CHECKS ?= sanity,integration,pytest
+
+define run_layers
+	@for layer in $(1); do \
+	  IFS=: read -r core py checks <<< "$$layer"; \
+	  bash tests/tools/core_layer.sh "$$core" "$$py" $(COLLECTIONS) $(TEST_ROOT) $${checks//,/ }; \
+	done
+endef
+
+test-cores: install
+	$(call run_layers,$(CORE_LAYERS))
+
+test-matrix: install
+	$(call run_layers,$(foreach l,$(CORE_MATRIX),$(l):$(MATRIX_CHECKS)))
 
 pytest: install
 	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m pytest -p no:cacheprovider --durations=15 $(PYTEST_ARGS) tests
 
+# What Galaxy / Automation Hub and docs.ansible.com check before a collection is published: the
+# Galaxy import of the built tarball (tests/tools/galaxy_import.sh), the docs lint of the installed
+# collection (plugins, roles, extra docs, links) and the changelog fragments lint.
+publish-check: install
+	$(VPY) -m tests.tools.docsite --check
+	@bash tests/tools/galaxy_import.sh $(TARBALL) $(VBIN)
+	cd $(INSTALLED) && PATH=$(VBIN):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VBIN)/antsibull-docs lint-collection-docs --plugin-docs .
+	PATH=$(VBIN):$$PATH $(VBIN)/antsibull-changelog lint
+
+# The collection's HTML docs site (as on docs.ansible.com) in build/docs/build/html: every plugin,
+# module and role, and the guides of docs/ as extra docs. Offline: links to ansible-core's docs
+# resolve through a local inventory (tests/tools/docs_inventory.py) instead of downloading one.
+DOCS_DIR := build/docs
+docs: install
+	rm -rf $(DOCS_DIR) && mkdir -p -m 0755 $(DOCS_DIR)
+	PATH=$(VBIN):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VBIN)/antsibull-docs sphinx-init --use-current \
+	  --fail-on-error --dest-dir $(DOCS_DIR) stacksync.k8s
+	cd $(DOCS_DIR) && mkdir -p -m 0755 rst && PATH=$(VBIN):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) \
+	  $(VBIN)/antsibull-docs --config-file antsibull-docs.cfg collection --cleanup everything --fail-on-error \
+	  --use-current --dest-dir rst stacksync.k8s
+	$(VPY) -m tests.tools.docs_inventory $(DOCS_DIR)/rst $(DOCS_DIR)/ansible.inv
+	echo "intersphinx_mapping = {'ansible_devel': ('https://docs.ansible.com/projects/ansible/devel/', '../ansible.inv')}" \
+	  >> $(DOCS_DIR)/conf.py
+	cd $(DOCS_DIR) && $(VBIN)/sphinx-build -M html rst build -c . -W --keep-going -q
+	@echo "docs site: $(DOCS_DIR)/build/html/index.html"
+
+# After adding fragments for a release: bump `version` in galaxy.yml, then `make changelog`.
+changelog: venv
+	PATH=$(VBIN):$$PATH $(VBIN)/antsibull-changelog release --version $(VERSION)
+
+# ansible-test integration targets (tests/integration/targets: stack, stack_info, manifests, sync,
+# each against the simulator started by setup_kubesim). ansible-test needs the collection under
+# ansible_collections/<ns>/<name> and the targets are not in the tarball, so the checkout's files
+# (git's list: tracked and untracked, not ignored) are copied to a staging tree.
+# `make integration` (all), `make integration TARGETS="stack sync"`.
+STAGE := $(TEST_ROOT)/stage/ansible_collections/stacksync/k8s
+TARGETS ?=
+ANSIBLE_TEST_PYTHON ?= 3.11
+
+define stage_collection
+	rm -rf $(TEST_ROOT)/stage && mkdir -p $(STAGE)
+	git ls-files -z --cached --others --exclude-standard | \
+	  (while IFS= read -r -d '' f; do [ -e "$$f" ] && printf '%s\0' "$$f"; done) | \
+	  tar --null -T - -cf - | tar -xf - -C $(STAGE)
+endef
+
+integration: venv
+	$(stage_collection)
+	@$(call bootstrap_ansible_test,$(VPY))
+	cd $(STAGE) && PATH=$(VBIN):$$PATH $(VBIN)/ansible-test integration --local --python $(ANSIBLE_TEST_PYTHON) --color no $(TARGETS)
+
 # Order matters: the last thing printed is the test runner's summary line.
-test: install sanity lint ruff test-py312 pytest
+test: install sanity lint ruff publish-check integration test-cores pytest
 
 test-real: install
 	@bash tests/tools/test_real.sh "$(COLLECTIONS)"

@@ -21,7 +21,7 @@ description:
     and end in C(-) plus 10 hex digits of a SHA-256 of the whole normalised name, so the name is stable
     and distinct long sources stay distinct.
   - Credentials never appear in the result.
-  - The M(stacksync.k8s.source) role uses the same rule.
+  - Role C(stacksync.k8s.source) uses the same rule.
 options:
   _input:
     description: The repository URL or local path.
@@ -45,7 +45,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: A valid label value of at most 63 characters, matching C([a-z0-9]([-a-z0-9.]*[a-z0-9])?).
+  description: A valid label value of at most 63 characters (lowercase letters, digits, C(-) and C(.), starting and ending with a letter or digit).
   type: str
 """
 
