@@ -55,27 +55,6 @@ class StackError(Exception):
         self.changeset = changeset
 
 
-class Plan:
-    """What a run would do: the snapshot it was made on, the applies, the prune plan (None: no prune)."""
-
-    def __init__(self, snap, to_apply, unchanged, ignored, prune):
-        self.snap = snap
-        self.to_apply = to_apply
-        self.unchanged = unchanged
-        self.ignored = ignored
-        self.prune = prune
-        self.final = False  # the prune plan has its facts (see StackManager.finalize)
-
-    @property
-    def deletes(self):
-        return bool(self.prune is not None and (self.prune.candidates or self.prune.releases))
-
-    def staying_kinds(self):
-        """Group/kinds of the stack's live objects the prune plan leaves in place."""
-        going = self.prune.ids if self.prune is not None else set()
-        return set(oid.group_kind for oid, (_i, obj) in self.snap.ours.items() if oid not in going)
-
-
 class StackManager:
     """Converge one stack. See the module documentation for the meaning of every option."""
 
@@ -198,7 +177,7 @@ class StackManager:
         prune = None
         if pruning:
             prune = P.prune_plan(snap.ours, self.stack, set(d.oid for d in desired), set(d.checksum for d in desired))
-        return Plan(snap, to_apply, unchanged, ignored, prune)
+        return P.Plan(snap, to_apply, unchanged, ignored, prune)
 
     def _check_budget(self, desired, plan):
         """Fail before any write if the plan deletes more than ``max_prune`` allows (facts read only when

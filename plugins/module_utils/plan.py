@@ -254,3 +254,24 @@ def apply_plan(desired, ours, field_manager, patterns):
         else:
             to_apply.append(d)
     return to_apply, unchanged, ignored
+
+
+class Plan:
+    """What a run would do: the snapshot it was made on, the applies, the prune plan (None: no prune)."""
+
+    def __init__(self, snap, to_apply, unchanged, ignored, prune):
+        self.snap = snap
+        self.to_apply = to_apply
+        self.unchanged = unchanged
+        self.ignored = ignored
+        self.prune = prune
+        self.final = False  # the prune plan has its facts (see StackManager.finalize)
+
+    @property
+    def deletes(self):
+        return bool(self.prune is not None and (self.prune.candidates or self.prune.releases))
+
+    def staying_kinds(self):
+        """Group/kinds of the stack's live objects the prune plan leaves in place."""
+        going = self.prune.ids if self.prune is not None else set()
+        return set(oid.group_kind for oid, (_i, obj) in self.snap.ours.items() if oid not in going)

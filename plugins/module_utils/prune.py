@@ -32,6 +32,11 @@ def api_version_of(info, obj):
     return obj.get("apiVersion") or info.api_version
 
 
+def _established(crd):
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (crd.get("status") or {}).get("conditions") or [])
+
+
 class Pruner:
     """Reads the prune facts and carries out a :class:`.plan.PrunePlan` for one run."""
 
@@ -110,6 +115,8 @@ class Pruner:
         try:
             items = self.client.list(info.collection_path(None), limit=LIST_PAGE_SIZE)
         except ApiError as e:
+            if e.is_not_found and not _established(crd):
+                return []  # never served: nothing of its kind can be stored
             return "cannot list its objects: %s" % e.describe()
         return [oid for oid in (live_identity(o, info) for o in items) if oid not in prune_ids]
 
