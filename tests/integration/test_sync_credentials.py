@@ -2,9 +2,10 @@
 kubeconfig, or impersonates its own account (Flux's ``serviceAccountName``), writes only what that
 account's RBAC allows, while the host's (admin) credentials still serve the other sources.
 
-Runs against the simulator (``make test``) and a real kube-apiserver (``make test-real``). The
-impersonation test needs a server that implements impersonation; it probes for it and skips where
-the server ignores the ``Impersonate-User`` header (it would otherwise pass for the wrong reason).
+Runs against the simulator (``make test``) and a real kube-apiserver (``make test-real``); both
+implement impersonation (the simulator as kube-apiserver's filter: the ``impersonate`` verb is
+checked, then the request is authorized as the impersonated account). The impersonation test probes
+for it and skips on a server that ignores ``Impersonate-User`` (it would pass for the wrong reason).
 """
 
 import time
@@ -154,7 +155,7 @@ def test_source_impersonating_its_service_account_writes_only_what_it_may(kube, 
     # A server that ignores Impersonate-User would serve this as the admin: 200 instead of 403.
     status = http.request("GET", f"/api/v1/namespaces/{tenancy.other_ns}/configmaps", headers={"Impersonate-User": account})[0]
     if status == 200:
-        pytest.skip("this API server does not implement user impersonation (the simulator ignores Impersonate-User)")
+        pytest.skip("this API server does not implement user impersonation (it ignores Impersonate-User)")
     assert status == 403, status
     tenant_rbac(http, tenancy.tenant_ns, {"kind": "ServiceAccount", "name": "deployer", "namespace": tenancy.tenant_ns})
     wait_allowed(lambda: http.request("GET", f"/api/v1/namespaces/{tenancy.tenant_ns}/configmaps",

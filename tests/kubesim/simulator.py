@@ -303,7 +303,28 @@ class Simulator:
         user = self.users.get(auth[7:].strip()) if auth.startswith("Bearer ") else None
         if user is None:
             raise errors.unauthorized()
-        return user
+        return self._impersonate(req, user)
+
+    def _impersonate(self, req, user):
+        """``Impersonate-User`` / ``Impersonate-Group``, as kube-apiserver's impersonation filter: the caller
+        needs the ``impersonate`` verb on ``users`` (``serviceaccounts`` for a service account) and ``groups``;
+        the request is then authorized as the impersonated user alone (a service account also gets the
+        ``system:serviceaccounts`` groups)."""
+        name = req.headers.get("Impersonate-User")
+        groups = list(req.headers.get_all("Impersonate-Group") or []) if hasattr(req.headers, "get_all") else []
+        if not name:
+            if groups:
+                raise errors.ApiError(500, "InternalError", "requested impersonation of groups without a user")
+            return user
+        sa = name.split(":") if name.startswith("system:serviceaccount:") else None
+        checks = [("serviceaccounts", sa[3], sa[2]) if sa and len(sa) == 4 else ("users", name, None)]
+        checks += [("groups", g, None) for g in groups]
+        for plural, target, namespace in checks:
+            if not authz.allowed(self.cluster, user, "impersonate", "", plural, namespace, target):
+                raise errors.forbidden(user.name, "impersonate", None, namespace, target, "", plural)
+        if sa and len(sa) == 4:
+            groups += ["system:serviceaccounts", "system:serviceaccounts:" + sa[2]]
+        return User(name, groups, False, [])
 
     def _fault(self, req, is_resource):
         """Decide an injected fault: None, "drop" or an ApiError to answer with."""
