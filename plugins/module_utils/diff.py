@@ -133,9 +133,9 @@ def summary(before, after):
     meta = obj.get("metadata") or {}
     size = len(json.dumps(obj, separators=(",", ":")))
     where = "%s/%s" % (meta["namespace"], meta.get("name")) if meta.get("namespace") else meta.get("name")
-    return "%s %s %s (%s, %s)\n" % ("+" if after is not None else "-", obj.get("kind"), where,
-                                     "created" if after is not None else "deleted",
-                                     "%d bytes" % size if size < 10240 else "%.1f KiB" % (size / 1024.0))
+    sign, what = ("+", "created") if after is not None else ("-", "deleted")
+    amount = "%d bytes" % size if size < 10240 else "%.1f KiB" % (size / 1024.0)
+    return "%s %s %s (%s, %s)\n" % (sign, obj.get("kind"), where, what, amount)
 
 
 def object_diff(before, after, secret=False, full=True):
