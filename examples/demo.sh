@@ -121,7 +121,8 @@ git -C "$repo" log --oneline -1
 
 step "Dry run first: ansible-playbook stacksync.k8s.sync --check --diff (nothing is written)"
 sync --check --diff >/dev/null
-sed -n '/^--- before/,/^$/p' "$work/last-run.log" | head -60
+# changed objects as unified diffs; created / pruned ones in one line each ("- ConfigMap demo/x (deleted, 120 bytes)")
+sed -n -e '/^--- before/,/^$/p' -e '/^[+-] [A-Za-z.]* [^ ]* (\(created\|deleted\), /p' "$work/last-run.log" | head -60
 summary
 
 step "Sync: the two objects are updated and the removed one is pruned"
