@@ -66,7 +66,10 @@ def _pki():
             ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
             with open(os.path.join(d, "san.ext"), "w") as f:
                 f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-            for cmd in (["req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "30", "-subj", "/CN=kubesim-ca"],
+            # a CA with keyUsage (Python 3.13's default verification requires it), as a real cluster's CA has
+            ca_ext = ["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]
+            for cmd in (["req", "-x509", *ec, *ca_ext, "-keyout", "ca.key", "-out", "ca.crt", "-days", "30",
+                         "-subj", "/CN=kubesim-ca"],
                         ["req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=kubesim"],
                         ["x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt",
                          "-days", "30", "-extfile", "san.ext"]):
