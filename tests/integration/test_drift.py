@@ -18,7 +18,6 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import render
 from tests.reliability import helpers as H
 
 REALWORLD = Path(__file__).resolve().parents[1] / "fixtures" / "realworld"
-WRITES = ("POST", "PUT", "PATCH", "DELETE")
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 
 
@@ -51,19 +50,8 @@ def sync(client, stack, resources, ns, **kw):
 
 def writes_during(client, fn):
     """``(result, [(method, path)] of the writes fn made)``."""
-    seen = []
-    real = client.request
-
-    def request(method, path, *a, **kw):
-        if method in WRITES:
-            seen.append((method, path))
-        return real(method, path, *a, **kw)
-
-    client.request = request
-    try:
+    with H.recording(client) as seen:
         return fn(), seen
-    finally:
-        client.__dict__.pop("request", None)
 
 
 def cm(name, ns, labels=None, annotations=None, **data):

@@ -78,6 +78,27 @@ def record_figures(section, **values):
         FIGURES_FILE.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+
+
+@contextlib.contextmanager
+def recording(client, methods=WRITE_METHODS):
+    """Record ``(method, path)`` of the requests ``client`` sends with one of ``methods`` while inside."""
+    seen = []
+    real = client.request
+
+    def request(method, path, *args, **kwargs):
+        if method in methods:
+            seen.append((method, path))
+        return real(method, path, *args, **kwargs)
+
+    client.request = request
+    try:
+        yield seen
+    finally:
+        client.__dict__.pop("request", None)
+
+
 def client_for(kubeconfig, **kwargs):
     """A ``KubeClient`` for ``kubeconfig`` (the module's own credential loading)."""
     client, _ns = build_client({"kubeconfig": str(kubeconfig)})

@@ -29,7 +29,6 @@ NAMES = ("c0", "c1", "c2")
 KEYS = ("a", "b", "c")
 PEOPLE = ("kubectl-label", "kubectl-annotate", "kubectl-patch", "kubectl-edit", "OpenAPI-Generator")
 CONTROLLER = "acme-controller"
-WRITES = ("POST", "PUT", "PATCH", "DELETE")
 
 obj_state = st.fixed_dictionaries({
     "data": st.dictionaries(st.sampled_from(KEYS), st.sampled_from(("1", "2", "x y")), max_size=3),
@@ -100,19 +99,8 @@ def run_sequence(kube, steps):
 
 def sync_counting_writes(client, stack, want, ns):
     """``(changeset, error, [(method, path)] written)`` of one sync."""
-    seen = []
-    real = client.request
-
-    def request(method, path, *a, **kw):
-        if method in WRITES:
-            seen.append((method, path))
-        return real(method, path, *a, **kw)
-
-    client.request = request
-    try:
+    with H.recording(client) as seen:
         cs, err = H.sync(client, stack, want, namespace=ns, record_namespace=ns, max_prune="100%")
-    finally:
-        client.__dict__.pop("request", None)
     return cs, err, seen
 
 
