@@ -48,11 +48,13 @@ RUN_ERRORS = (ApiError, LockError, RecordError, ApplyError)
 
 
 class StackError(Exception):
-    """The run failed; ``changeset`` holds what was done before the failure (may be None)."""
+    """The run failed; ``changeset`` holds what was done before the failure (may be None); ``phase`` is
+    ``prune`` when the prune was refused (empty set, prune budget) before anything was written."""
 
-    def __init__(self, message, changeset=None):
+    def __init__(self, message, changeset=None, phase=None):
         super(StackError, self).__init__(message)
         self.changeset = changeset
+        self.phase = phase
 
 
 class StackManager:
@@ -188,7 +190,7 @@ class StackManager:
         if problem and not plan.final:
             return self._check_budget(desired, self.finalize(desired, plan))
         if problem:
-            raise StackError("stack %r: %s" % (self.stack, problem))
+            raise StackError("stack %r: %s" % (self.stack, problem), phase="prune")
 
     def _report_plan(self, plan, changeset, applying):
         """Entries for what the plan leaves alone: unchanged, opted out, kept, terminating."""
@@ -279,7 +281,7 @@ class StackManager:
             pruning = self.opts.pruning
             if pruning and not desired and not self.opts.allow_empty:
                 raise StackError("refusing to prune stack %r to an empty set of resources (set allow_empty: true if "
-                                 "this is intended)" % self.stack)
+                                 "this is intended)" % self.stack, phase="prune")
             first_key = self._load_key(desired, create=False)
             stamp_all(desired, self.stack, first_key)
             plan = self.plan(desired, cs, pruning, final=self.opts.check_mode)

@@ -142,6 +142,8 @@ def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0):
     except (StackError, OptionError) as e:
         changeset = getattr(e, "changeset", None)
         result = _report(changeset, client, warn)
+        if getattr(e, "phase", None):
+            result["failed_phase"] = e.phase
         if changeset is not None and diff and changeset.diff:
             result["diff"] = changeset.diff
         raise RunFailed(str(e), result) from None

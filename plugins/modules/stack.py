@@ -389,6 +389,12 @@ counts:
   returned: always
   type: dict
   sample: {"created": 1, "configured": 2, "unchanged": 10, "pruned": 1, "skipped": 0, "terminating": 0, "released": 0}
+failed_phase:
+  description: V(prune) when the run failed because the prune was refused before any write (an empty desired set
+    without O(allow_empty), or more deletions than O(max_prune) allows).
+  returned: when the run failed that way
+  type: str
+  sample: prune
 api_requests:
   description: API requests made by the run, per HTTP method.
   returned: always

@@ -245,3 +245,28 @@ def test_single_source_applies_and_prunes_in_one_run(setup, kube, tmp_path):
     finally:
         with contextlib.suppress(Exception):
             client.delete("/api/v1/namespaces/" + ns)
+
+
+def test_summary_says_how_many_more(setup, kube, tmp_path):
+    _tmp, inventory, variables, ns = setup
+    ns += "-more"
+    stack = variables["stack"] + "-more"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("manifests/ns.yaml", namespace(ns))
+    for i in range(24):
+        repo.write(f"manifests/cm{i:02d}.yaml", configmap(f"cm{i:02d}", ns, {"k": "v"}))
+    repo.commit("initial")
+    play = tmp_path / "play.yml"
+    play.write_text(RESULTS_PLAY)
+    extra = dict(variables, stacksync_repo=repo.url, stacksync_path="manifests", stacksync_stack=stack,
+                 results_file=str(tmp_path / "results.json"))
+    client = build_client({"kubeconfig": kube.kubeconfig})[0]
+    try:
+        run = run_playbook(inventory, extra, playbook=play)
+        assert run.rc == 0, run.tail()
+        lines = run.summaries()["the-cluster"]
+        assert sum(1 for line in lines if line.strip().startswith("created ")) == 20, lines
+        assert any(line.strip() == "... and 5 more" for line in lines), lines
+    finally:
+        with contextlib.suppress(Exception):
+            client.delete("/api/v1/namespaces/" + ns)
