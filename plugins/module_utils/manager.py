@@ -219,7 +219,7 @@ class StackManager:
             return False
         if not self.opts.writes_record:
             return True
-        fields = self._end_fields(desired, plan, plan.staying_kinds(), plan.prune is not None)
+        fields = self._end_fields(desired, plan, plan.staying_kinds(self.stack), plan.prune is not None)
         return not record_would_change(self.record.data, self.record.group_kinds, fields)
 
     def execute(self, desired, plan, changeset, dry_run):

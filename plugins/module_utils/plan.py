@@ -271,7 +271,8 @@ class Plan:
     def deletes(self):
         return bool(self.prune is not None and (self.prune.candidates or self.prune.releases))
 
-    def staying_kinds(self):
-        """Group/kinds of the stack's live objects the prune plan leaves in place."""
+    def staying_kinds(self, stack):
+        """Group/kinds of the stack's own live objects the prune plan leaves in place."""
         going = self.prune.ids if self.prune is not None else set()
-        return set(oid.group_kind for oid, (_i, obj) in self.snap.ours.items() if oid not in going)
+        return set(oid.group_kind for oid, (_i, obj) in self.snap.ours.items()
+                   if oid not in going and owned_by(obj, stack, oid))
