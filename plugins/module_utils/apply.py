@@ -79,19 +79,25 @@ class Applier:
         self._foreign_tool(d, obj)
         return (C.CREATED if live is None and status == 201 else C.CONFIGURED), obj, None
 
-    def take_over(self, path, live):
+    def take_over(self, path, live, attempts=2):
         """Move people's tools' field ownership to our manager (guarded by resourceVersion); True if done.
-        A conflict (the object changed meanwhile) is left for the apply: the next run takes over."""
-        patch = takeover_patch(live, self.opts.field_manager, self.opts.takeover)
-        if patch is None:
-            return False
-        try:
-            self.client.request("PATCH", path, body=patch, content_type=JSON_PATCH)
-        except ApiError as e:
-            if e.is_conflict or e.status == 422:
+        When the object changed meanwhile (a controller writing its status), it is read again and the
+        takeover tried once more; after that it is left for the next run."""
+        for attempt in range(attempts):
+            patch = takeover_patch(live, self.opts.field_manager, self.opts.takeover)
+            if patch is None:
                 return False
-            raise
-        return True
+            try:
+                self.client.request("PATCH", path, body=patch, content_type=JSON_PATCH)
+                return True
+            except ApiError as e:
+                if not (e.is_conflict or e.status == 422):
+                    raise
+            if attempt + 1 < attempts:
+                live = self.client.get_or_none(path)
+                if live is None:
+                    return False
+        return False
 
     def _foreign_tool(self, d, obj):
         tool = foreign_tool(obj or {})

@@ -221,3 +221,31 @@ def test_objects_of_another_deployment_tool_warn_or_fail(admin, ns):
         writes_during(admin, lambda: sync(admin, "helm-" + uuid.uuid4().hex[:6], want, ns, fail_on_shared=True))
     cs = sync(admin, "helm-" + uuid.uuid4().hex[:6], want, ns)
     assert any("Helm (shop)" in w for w in cs.warnings)
+
+
+def test_takeover_retries_when_a_controller_writes_the_object_meanwhile(kube, admin, ns):
+    stack = "race-" + uuid.uuid4().hex[:6]
+    want = [cm("settings", ns, a="1")]
+    sync(admin, stack, want, ns)
+    kubectl(kube, "label", "configmap", "settings", "-n", ns, "team=ops")
+    path = f"/api/v1/namespaces/{ns}/configmaps/settings"
+    real = admin.request
+    bumped = []
+
+    def request(method, p, *a, **kw):
+        if method == "PATCH" and kw.get("content_type") == "application/json-patch+json" and not bumped:
+            # a controller writes the object between the list and the takeover: the guard refuses the first try
+            bumped.append(real("PATCH", path, params={"fieldManager": "acme-controller"},
+                               body={"metadata": {"annotations": {"acme/seen": "1"}}}, content_type=MERGE_PATCH))
+        return real(method, p, *a, **kw)
+
+    admin.request = request
+    try:
+        cs = sync(admin, stack, want, ns)
+    finally:
+        admin.__dict__.pop("request", None)
+    assert bumped and cs.changed
+    live = get_cm(admin, ns, "settings")
+    assert "team" not in live["metadata"]["labels"] and live["metadata"]["annotations"]["acme/seen"] == "1"
+    cs, writes = writes_during(admin, lambda: sync(admin, stack, want, ns))
+    assert not cs.changed and writes == []
