@@ -22,7 +22,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.drift import foreign
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, redact_secret_message, ssa_policy
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import CRD_GK, NAMESPACE_GK, by_stage
-from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, is_ready
+from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, is_ready, wait_gone
 
 #: first delay (seconds) when polling for CRDs to be Established; doubles up to ``poll_interval``
 FIRST_POLL_DELAY = 0.05
@@ -130,11 +130,8 @@ class Applier:
             if not e.is_not_found:
                 return None, None, "%s: immutable field(s) %s changed and delete failed: %s" % (
                     d.oid, ", ".join(fields), api_message(d, e.describe()))
-        deadline = time.time() + self.opts.wait_timeout
-        while self.client.get_or_none(path) is not None:
-            if time.time() > deadline:
-                return None, None, "%s: timed out waiting for the old object to go away before recreating it" % (d.oid,)
-            time.sleep(self.opts.poll_interval)
+        if wait_gone(self.client, [(path, d.oid)], self.opts.wait_timeout, self.opts.poll_interval):
+            return None, None, "%s: timed out waiting for the old object to go away before recreating it" % (d.oid,)
         try:
             obj = self.client.apply(path, d.manifest, self.opts.field_manager, force=self.opts.force_conflicts)
         except ApiError as e:

@@ -29,6 +29,13 @@ PHASE_APPLY = "apply"
 PHASE_PRUNE = "prune"
 
 
+def object_ref(oid, api_version, **extra):
+    """An object as results name it: ``apiVersion``, ``kind``, ``namespace`` (None if cluster-scoped), ``name``."""
+    out = {"apiVersion": api_version, "kind": oid.kind, "namespace": oid.namespace or None, "name": oid.name}
+    out.update(extra)
+    return out
+
+
 class Entry(namedtuple("Entry", ["oid", "api_version", "action", "phase", "code", "reason", "extra"])):
     """One object's outcome. ``code`` is a :mod:`.reasons` constant for skipped / kept objects."""
 
@@ -36,8 +43,7 @@ class Entry(namedtuple("Entry", ["oid", "api_version", "action", "phase", "code"
 
     def ref(self):
         """The entry as the module returns it (see the module's RETURN)."""
-        out = {"apiVersion": self.api_version, "kind": self.oid.kind, "namespace": self.oid.namespace or None,
-               "name": self.oid.name}
+        out = object_ref(self.oid, self.api_version)
         if self.action in APPLY_ACTIONS:
             out["action"] = self.action
         if self.action in (SKIPPED, TERMINATING, FAILED):

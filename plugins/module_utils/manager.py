@@ -27,7 +27,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiErr
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LeaseLock, LockError
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, owned_by, stack_checksum
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, live_api_version, owned_by, stack_checksum
 from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Observer
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, StackOptions
 from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import PrepareError, prepare, stamp_all
@@ -203,10 +203,10 @@ class StackManager:
                 changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, P.NOT_APPLIED, "not applied (phase=prune)")
         if plan.prune is not None:
             for oid, info, obj, reason in plan.prune.kept:
-                changeset.add(oid, obj.get("apiVersion") or info.api_version, C.SKIPPED, C.PHASE_PRUNE, reason.code,
+                changeset.add(oid, live_api_version(obj, info), C.SKIPPED, C.PHASE_PRUNE, reason.code,
                               str(reason))
             for oid, info, obj, reason in plan.prune.terminating:
-                changeset.add(oid, obj.get("apiVersion") or info.api_version, C.TERMINATING, C.PHASE_PRUNE,
+                changeset.add(oid, live_api_version(obj, info), C.TERMINATING, C.PHASE_PRUNE,
                               reason.code, str(reason))
 
     def _end_fields(self, desired, plan, remaining, pruned_ok):

@@ -227,6 +227,11 @@ def stamp(manifest, stack, oid, digest):
     return manifest
 
 
+def live_api_version(obj, info):
+    """The ``apiVersion`` a live object was read in (lists may leave it out: then the resource's)."""
+    return obj.get("apiVersion") or info.api_version
+
+
 def live_identity(obj, info):
     """Identity of a live object read through resource ``info``."""
     meta = obj.get("metadata") or {}

@@ -64,7 +64,7 @@ class StackOptions:
         return self.phase in ("all", "prune")
 
 
-def options_from_params(params, context_namespace=None, check_mode=False, diff=False):
+def options_from_params(params, context_namespace=None, check_mode=False, diff=False, diff_full=True):
     """:class:`StackOptions` from validated module parameters (``stack`` and ``stack_info`` share it)."""
     names = dict(field_manager="field_manager", force_conflicts="force_conflicts", prune="prune",
                  propagation_policy="propagation_policy", allow_empty="allow_empty", fail_on_shared="fail_on_shared",
@@ -74,4 +74,4 @@ def options_from_params(params, context_namespace=None, check_mode=False, diff=F
                  max_prune="max_prune", lock_timeout="wait_timeout", takeover_managers="takeover_managers")
     options = dict((option, params[param]) for option, param in names.items() if params.get(param) is not None)
     options["namespace"] = params.get("namespace") or context_namespace or "default"
-    return StackOptions(params["name"], check_mode=check_mode, diff=diff, **options)
+    return StackOptions(params["name"], check_mode=check_mode, diff=diff, diff_full=diff_full, **options)

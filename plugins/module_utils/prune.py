@@ -21,15 +21,11 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.contents import name
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import object_diff
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import ResourceInfo
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import identity_digest
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, live_identity, owner_mark
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, live_api_version, live_identity, owner_mark
 from ansible_collections.stacksync.k8s.plugins.module_utils.observe import LIST_PAGE_SIZE
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import wait_gone
 
 CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
-
-
-def api_version_of(info, obj):
-    return obj.get("apiVersion") or info.api_version
 
 
 def _established(crd):
@@ -133,10 +129,10 @@ class Pruner:
             for (oid, info, obj), refused in self.map(lambda c: (c, self._delete(c, dry_run)), items):
                 if refused:
                     remaining.add(oid.group_kind)
-                    changeset.add(oid, api_version_of(info, obj), C.SKIPPED, C.PHASE_PRUNE, P.DELETE_REFUSED, refused)
+                    changeset.add(oid, live_api_version(obj, info), C.SKIPPED, C.PHASE_PRUNE, P.DELETE_REFUSED, refused)
                     changeset.warn("%s: %s; it stays recorded and the next run retries" % (oid, refused))
                     continue
-                changeset.add(oid, api_version_of(info, obj), C.PRUNED, C.PHASE_PRUNE)
+                changeset.add(oid, live_api_version(obj, info), C.PRUNED, C.PHASE_PRUNE)
                 pruned.add(oid)
                 if self.opts.diff:
                     entry = object_diff(obj, None, is_secret(oid), self.opts.diff_full)
@@ -184,9 +180,9 @@ class Pruner:
             except ApiError as e:
                 problem = "release refused: %s" % e.describe()
         if problem:
-            changeset.add(oid, api_version_of(info, obj), C.SKIPPED, C.PHASE_PRUNE, P.RELEASE_REFUSED, problem, stack=other)
+            changeset.add(oid, live_api_version(obj, info), C.SKIPPED, C.PHASE_PRUNE, P.RELEASE_REFUSED, problem, stack=other)
             changeset.warn("%s: %s; it stays and the next run retries" % (oid, problem))
             return
-        changeset.add(oid, api_version_of(info, obj), C.RELEASED, C.PHASE_PRUNE, stack=other)
+        changeset.add(oid, live_api_version(obj, info), C.RELEASED, C.PHASE_PRUNE, stack=other)
         changeset.warn("%s is no longer in stack %r but stack %r still declares it: released to %r, not deleted"
                        % (oid, self.opts.stack, other, other))

@@ -11,20 +11,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import object_ref
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.health import health
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, owned_by, stack_checksum
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, live_api_version, owned_by, stack_checksum
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import in_sync_by_ownership, prune_decision
 
 IN_SYNC, DRIFTED, OUT_OF_DATE, MISSING = "in_sync", "drifted", "out_of_date", "missing"
 WOULD_PRUNE, WOULD_RELEASE, KEPT, TERMINATING, PRESENT = "would_prune", "would_release", "kept", "terminating", "present"
-
-
-def _entry(oid, api_version, **extra):
-    out = {"apiVersion": api_version, "kind": oid.kind, "namespace": oid.namespace or None, "name": oid.name}
-    out.update(extra)
-    return out
 
 
 def _prune_statuses(prune):
@@ -93,14 +88,14 @@ def stack_report(snap, desired, prune, opts, record, with_desired):
     objects = []
     for oid, (info, obj) in sorted(snap.ours.items()):
         status, reason, extra = _status(oid, obj, by_id, prune_status, opts, with_desired)
-        entry = _entry(oid, obj.get("apiVersion") or info.api_version, checksum=annotation(obj, CHECKSUM_ANNOTATION),
-                       status=status, **extra)
+        entry = object_ref(oid, live_api_version(obj, info), checksum=annotation(obj, CHECKSUM_ANNOTATION),
+                           status=status, **extra)
         if reason:
             entry["reason"] = str(reason)
         objects.append(_health(entry, obj))
     for d in desired:
         if d.oid not in snap.ours:
-            objects.append(_health(_entry(d.oid, d.api_version, status=MISSING, checksum=d.checksum), None))
+            objects.append(_health(object_ref(d.oid, d.api_version, status=MISSING, checksum=d.checksum), None))
     data = dict(record.data or {})
     return dict(objects=objects, counts=_counts(objects), record=data, commit=data.get("commit"), last_sync_time=data.get("lastSyncTime"),
                 group_kinds=sorted(group_kind_str(*gk) for gk in record.group_kinds),

@@ -135,8 +135,8 @@ def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0):
     except AuthError as e:
         raise RunFailed(str(e), {}) from None
     try:
-        opts = options_from_params(params, context_namespace, check_mode=check_mode, diff=diff)
-        opts.diff_full = verbosity >= 2  # whole bodies of created and pruned objects only with -vv
+        # whole bodies of created and pruned objects in diffs only with -vv
+        opts = options_from_params(params, context_namespace, check_mode=check_mode, diff=diff, diff_full=verbosity >= 2)
         manager = StackManager(client, params["name"], opts=opts)
         changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
     except (StackError, OptionError) as e:
