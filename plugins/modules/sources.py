@@ -17,7 +17,7 @@ description:
     C(stacksync.k8s.stack) and only when every apply succeeded prunes every stack. An object that moved from one
     source to another in the same commit is therefore re-labelled by its new stack before the old one prunes.
   - Every source is checked (options, unique stack names, O(sources[].depends_on)), fetched and rendered before
-    anything is written: a broken tree in one source stops the whole sync.
+    anything is written; a broken tree in one source stops the whole sync.
   - Checkouts live under O(cache_dir), one per repository and version. A checkout is fetched once per
     C(ansible-playbook) run, whatever the number of hosts and forks, so every cluster of a run syncs the same
     commit. The repository URL (and any credentials in it) is given to C(git fetch) and never stored in the
