@@ -64,7 +64,7 @@ class Git:
     def run(self, *args):
         env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
         try:
-            proc = subprocess.run(("git",) + args, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
+            proc = subprocess.run(("git", *args), cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
                                   capture_output=True, text=True, timeout=self.timeout, check=False)
         except OSError as e:
             raise CheckoutError("cannot run git: %s" % e) from None

@@ -116,7 +116,7 @@ def _cycle(remaining):
     while name not in path:
         path.append(name)
         name = next(d for d in by_name[name]["depends_on"] if d in by_name)
-    return path[path.index(name):] + [name]
+    return [*path[path.index(name):], name]
 
 
 def dependents(sources):
@@ -153,7 +153,7 @@ def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, 
     for phase in (apply, prune):
         for o in _refs(phase.get("skipped_objects")):
             key = (o.get("kind"), o.get("namespace"), o.get("name"))
-            if phase is prune and o.get("code") == "not-applied" or key in seen:
+            if (phase is prune and o.get("code") == "not-applied") or key in seen:
                 continue
             seen.add(key)
             skipped.append(o)

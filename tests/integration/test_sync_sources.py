@@ -160,7 +160,7 @@ def test_a_dependency_cycle_or_a_missing_name_fails_before_any_write(env, kube, 
 
 
 def test_a_run_prints_little_and_hands_its_counts_to_set_stats(env, kube):
-    tmp_path, suffix, client, inventory, cleanup = env
+    tmp_path, suffix, _client, inventory, cleanup = env
     ns = f"quiet-{suffix}"
     repo = GitRepo(tmp_path / "repo")
     repo.write("one/ns.yaml", namespace(ns))

@@ -14,6 +14,11 @@ def git(cwd, *args):
     return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
+def read(*path):
+    with open(os.path.join(*path)) as f:
+        return f.read()
+
+
 @pytest.fixture
 def repo(tmp_path):
     work = tmp_path / "work"
@@ -46,7 +51,7 @@ def test_versions_resolve_like_git(tmp_path, repo):
     for version in (one, one[:8]):  # a full commit is fetched by id, an abbreviated one by listing refs
         got = co.checkout(url, version, cache)
         assert got["commit"] == one and (tmp_path / "cache").exists()
-        assert open(os.path.join(got["dir"], "a.yaml")).read() == "one\n"
+        assert read(got["dir"], "a.yaml") == "one\n"
 
 
 def test_checkout_dirs_are_per_repo_and_version_and_match_the_source_role():
@@ -73,7 +78,7 @@ def test_updates_are_fetched_and_local_changes_discarded(tmp_path, repo):
     # the next run fetches, and the checkout holds exactly the commit
     second = co.checkout(url, "main", cache, token="run-2")
     assert second["fetched"] and second["commit"] == git(work, "rev-parse", "HEAD") != first["commit"]
-    assert open(os.path.join(second["dir"], "a.yaml")).read() == "three\n"
+    assert read(second["dir"], "a.yaml") == "three\n"
     assert not os.path.exists(os.path.join(second["dir"], "stray.yaml"))
 
 
@@ -88,7 +93,7 @@ def test_credentials_stay_out_of_the_checkout_and_the_messages(tmp_path, repo):
     with pytest.raises(co.CheckoutError, match="no branch, tag or commit abcdef12"):
         co.checkout(url, "abcdef12", str(tmp_path / "cache"))
     got = co.checkout(url, "main", str(tmp_path / "cache"))
-    config = open(os.path.join(got["dir"], ".git", "config")).read()
+    config = read(got["dir"], ".git", "config")
     assert "[remote" not in config and url not in config
 
 

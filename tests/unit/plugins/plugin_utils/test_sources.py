@@ -137,7 +137,7 @@ def test_unhealthy_objects_are_listed_with_their_reason():
 
 # -- the summary --------------------------------------------------------------------------------------
 def test_summary_table_and_details():
-    written = [cm("cm%02d" % i, action="created") for i in range(23)]
+    written = [cm(f"cm{i:02d}", action="created") for i in range(23)]
     e1 = sp.stack_entry(SOURCE, COMMIT, 23, {"counts": {"created": 23}, "applied": written}, {"counts": {"pruned": 0}},
                         seconds=2.0)
     absent = resolve({"repo": "file:///gone", "stack": "old", "state": "absent"})[0]
