@@ -209,7 +209,6 @@ notes:
     play of your own.
 seealso:
   - module: stacksync.k8s.stack
-  - role: stacksync.k8s.sync
 author:
   - stacksync.k8s contributors (@stacksync)
 """

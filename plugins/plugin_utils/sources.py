@@ -173,11 +173,18 @@ def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, 
         "pruning": _pruning(source, prune, prune_failed),
         "counts": counts, "applied": applied, "pruned": _refs(prune.get("pruned")), "skipped": skipped,
         "unhealthy": [o for o in applied if o.get("health") and o["health"] not in HEALTHY],
-        "warnings": list(apply.get("warnings") or []) + [w for w in prune.get("warnings") or []
-                                                        if w not in (apply.get("warnings") or [])],
+        "warnings": _merged(apply.get("warnings"), prune.get("warnings")),
         "diff": [d for d in (apply.get("diff"), prune.get("diff")) if d],
         "seconds": round(seconds, 2),
     }
+
+
+def _merged(*lists):
+    out = []
+    for item in (i for items in lists for i in items or []):
+        if item not in out:
+            out.append(item)
+    return out
 
 
 def _pruning(source, prune, prune_failed):
