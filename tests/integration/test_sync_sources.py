@@ -188,3 +188,31 @@ def test_a_run_prints_little_and_hands_its_counts_to_set_stats(env, kube):
     run = sync(tmp_path, inventory, sources)
     assert run.rc == 0 and run.recap["the-cluster"]["changed"] == 0, run.tail()
     assert said(run, two)[1].startswith("created 0, configured 0, unchanged 2, skipped 0 in ")
+
+
+def test_every_host_of_a_run_syncs_the_commit_fetched_once(env, kube):
+    tmp_path, suffix, client, _inventory, cleanup = env
+    hosts = [f"h{i}" for i in range(3)]
+    for host in hosts:
+        client.create("/api/v1/namespaces", namespace(f"{host}-{suffix}"))
+        cleanup.append(f"/api/v1/namespaces/{host}-{suffix}")
+    inventory = write_inventory(tmp_path / "hosts.yml", {h: {"stacksync_kubeconfig": kube.kubeconfig} for h in hosts})
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("m/cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"v": "0"}})
+    repo.commit("first")
+    # one source for every host, templated per host: its own stack and namespace on the one cluster
+    sources = [{"repo": repo.url, "path": "m", "stack": "fetch-{{ inventory_hostname }}-" + suffix,
+                "namespace": "{{ inventory_hostname }}-" + suffix}]
+    for version in ("1", "2"):
+        repo.write("m/cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                                 "data": {"v": version}})
+        repo.commit("v" + version)
+        run = sync(tmp_path, inventory, sources, "-vv", "--forks", "3")
+        assert run.rc == 0, run.tail()
+        fetched = [line for line in run.stdout.splitlines() if ": fetched commit " in line]
+        reused = [line for line in run.stdout.splitlines() if ": reused commit " in line]
+        assert (len(fetched), len(reused)) == (1, 2), fetched + reused
+        commits = {run.summary_rows()[h][f"fetch-{h}-{suffix}"]["commit"] for h in hosts}
+        assert commits == {repo.git("rev-parse", "HEAD")[:12]}
+        for h in hosts:
+            assert client.get(f"/api/v1/namespaces/{h}-{suffix}/configmaps/c")["data"] == {"v": version}
