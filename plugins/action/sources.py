@@ -18,7 +18,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
-from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC, PASSTHROUGH
+from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout, run_token
 
@@ -26,9 +26,6 @@ display = Display()
 
 STACK = "stacksync.k8s.stack"
 LOOKUP = "stacksync.k8s.manifests"
-#: the host's credentials, not given to a source with its own kubeconfig or context
-HOST_CREDENTIALS = ("kubeconfig", "context", "host", "api_key", "username", "password", "ca_cert", "client_cert",
-                    "client_key")
 
 
 class ActionModule(ActionBase):
@@ -94,26 +91,6 @@ class ActionModule(ActionBase):
                       len(resources), time.monotonic() - started))
         return source, co["commit"], resources
 
-    def _stack_args(self, source, commit, resources, params, phase, wait=None):
-        args = dict((k, params[k]) for k in PASSTHROUGH if params.get(k) is not None)
-        if source["own_auth"]:
-            for k in HOST_CREDENTIALS:
-                args.pop(k, None)
-        for k in ("kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace"):
-            if source.get(k) not in (None, ""):
-                args[k] = source[k]
-        if source.get("impersonate_user") == "":  # an empty string turns the host's impersonation off
-            args.pop("impersonate_user", None)
-            args.pop("impersonate_groups", None)
-        args.update(name=source["stack"], state=source["state"], prune=True)
-        if source["namespace"]:
-            args["namespace"] = source["namespace"]
-        if source["state"] == "present":
-            args.update(resources=resources, phase=phase, commit=commit)
-        if wait:
-            args["wait"] = True
-        return args
-
     def _run_stack(self, args, task_vars):
         task = self._task.copy(exclude_parent=False, exclude_tasks=True)
         task.args = args
@@ -142,8 +119,9 @@ class ActionModule(ActionBase):
                       % (len(resources), source["repo_label"], source["path"], commit[:12],
                          ", then waiting until they are healthy" if source["stack"] in waited else ""))
             started = time.monotonic()
-            res = self._run_stack(self._stack_args(source, commit, resources, params, "all" if one_run else "apply",
-                                                   wait=source["stack"] in waited), task_vars)
+            args = sp.stack_args(source, commit, resources, params, "all" if one_run else "apply",
+                                 wait=source["stack"] in waited)
+            res = self._run_stack(args, task_vars)
             seconds[source["stack"]] = time.monotonic() - started
             applied[source["stack"]] = res
             if res.get("failed"):
@@ -155,7 +133,7 @@ class ActionModule(ActionBase):
                 if source["state"] == "present" and not source["prune"]:
                     continue
                 started = time.monotonic()
-                res = self._run_stack(self._stack_args(source, commit, resources, params, "prune"), task_vars)
+                res = self._run_stack(sp.stack_args(source, commit, resources, params, "prune"), task_vars)
                 took = time.monotonic() - started
                 seconds[source["stack"]] = seconds.get(source["stack"], 0.0) + took
                 pruned[source["stack"]] = res

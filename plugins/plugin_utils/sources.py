@@ -15,11 +15,15 @@ __metaclass__ = type
 import posixpath
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import is_label_value, redact_url, stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import PASSTHROUGH
 
 SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "namespace", "prune", "state", "vars",
                   "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on")
 SOURCE_DEFAULTS = {"version": "HEAD", "path": ".", "stack": "", "include": [], "exclude": [], "namespace": "",
                    "prune": True, "state": "present", "vars": {}, "depends_on": []}
+#: the host's credentials, not given to a source with its own kubeconfig or context
+HOST_CREDENTIALS = ("kubeconfig", "context", "host", "api_key", "username", "password", "ca_cert", "client_cert",
+                    "client_key")
 LIST_LIMIT = 20  # objects listed per stack and kind of outcome in the summary
 HEALTHY = ("Healthy", "Current")
 
@@ -127,6 +131,32 @@ def dependents(sources):
 def blocked_by(source, failed):
     """The stacks ``source`` depends on that failed or were blocked themselves (it is not applied then)."""
     return [d for d in source["depends_on"] if d in failed]
+
+
+def stack_args(source, commit, resources, params, phase, wait=False):
+    """The arguments of the ``stacksync.k8s.stack`` run of ``source`` in ``phase`` (apply, prune or all).
+
+    ``params`` are the task's (validated) options; those of :data:`sources_spec.PASSTHROUGH` that are set go to
+    every stack, except the host's credentials for a source with its own kubeconfig or context.
+    """
+    args = dict((k, params[k]) for k in PASSTHROUGH if params.get(k) is not None)
+    if source["own_auth"]:
+        for k in HOST_CREDENTIALS:
+            args.pop(k, None)
+    for k in ("kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace"):
+        if source.get(k) not in (None, ""):
+            args[k] = source[k]
+    if source.get("impersonate_user") == "":  # an empty string turns the host's impersonation off
+        args.pop("impersonate_user", None)
+        args.pop("impersonate_groups", None)
+    args.update(name=source["stack"], state=source["state"], prune=True)
+    if source["namespace"]:
+        args["namespace"] = source["namespace"]
+    if source["state"] == "present":
+        args.update(resources=resources, phase=phase, commit=commit)
+    if wait:
+        args["wait"] = True
+    return args
 
 
 def _refs(objects):

@@ -164,3 +164,31 @@ def test_result_column_says_what_went_wrong():
     assert results == ["FAILED (pruning not run)", "ok (pruning disabled)",
                        "not applied: it depends on infra, which failed"]
     assert "boom" not in "\n".join(sp.summary_lines("c1", [failed]))  # the error is printed once, by the task
+
+
+# -- the stack runs' arguments ------------------------------------------------------------------------
+PARAMS = {"kubeconfig": "/host/kubeconfig", "context": "admin", "host": None, "api_key": "tok", "ca_cert": "/ca",
+          "validate_certs": False, "impersonate_user": "ops", "impersonate_groups": ["g"], "field_manager": "fm",
+          "wait": None, "max_prune": "10%", "sources": [{"repo": "x"}], "cache_dir": "/c", "summary": True}
+
+
+def test_stack_args_carry_the_task_options_and_the_phase():
+    (s,) = resolve({"repo": "file:///r", "stack": "apps", "namespace": "web"})
+    args = sp.stack_args(s, "abc", [{"kind": "ConfigMap"}], PARAMS, "apply", wait=True)
+    assert args == {"kubeconfig": "/host/kubeconfig", "context": "admin", "api_key": "tok", "ca_cert": "/ca",
+                    "validate_certs": False, "impersonate_user": "ops", "impersonate_groups": ["g"],
+                    "field_manager": "fm", "max_prune": "10%", "name": "apps", "state": "present", "prune": True,
+                    "namespace": "web", "resources": [{"kind": "ConfigMap"}], "phase": "apply", "commit": "abc",
+                    "wait": True}
+
+
+def test_a_source_with_its_own_kubeconfig_gets_none_of_the_host_credentials():
+    (s,) = resolve({"repo": "file:///r", "stack": "t", "kubeconfig": "/tenant", "impersonate_user": "",
+                    "record_namespace": "team", "state": "absent"})
+    args = sp.stack_args(s, "", None, PARAMS, "prune")
+    assert args == {"kubeconfig": "/tenant", "validate_certs": False, "field_manager": "fm", "max_prune": "10%",
+                    "record_namespace": "team", "name": "t", "state": "absent", "prune": True}
+    (s,) = resolve({"repo": "file:///r", "stack": "t", "context": "tenant", "impersonate_user": "sa"})
+    args = sp.stack_args(s, "c", [], PARAMS, "prune")
+    assert (args["context"], args["impersonate_user"], args["impersonate_groups"]) == ("tenant", "sa", ["g"])
+    assert "kubeconfig" not in args and "api_key" not in args and "ca_cert" not in args
