@@ -1,0 +1,183 @@
+"""``stacksync.k8s.stack_info`` asked exactly like the sync (issue 19), through ansible-playbook, on both targets.
+
+The same ``src`` / ``render`` as ``stacksync.k8s.stack``, rendered by the same action code, in the
+controller's process or as a module process on the same decision: what ``stack_info`` reports as
+OutOfSync / Missing / Extraneous is exactly what the ``stack`` task that follows it then configures,
+creates and prunes.
+"""
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import MERGE_PATCH, ApiError
+
+COMMON = """
+        name: "{{ stack }}"
+        kubeconfig: "{{ kc }}"
+        record_namespace: "{{ ns }}"
+        namespace: "{{ ns }}"
+"""
+
+#: stack_info, then stack, with the same src and render; both results saved
+PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: what would the sync do
+      stacksync.k8s.stack_info:""" + COMMON + """        src: "{{ src }}"
+        render: "{{ render }}"
+      register: info
+    - name: sync
+      stacksync.k8s.stack:""" + COMMON + """        src: "{{ src }}"
+        render: "{{ render }}"
+      register: sync
+      when: sync_too | default(true)
+    - name: save results
+      ansible.builtin.copy:
+        content: "{{ {'info': info, 'sync': sync} | to_json }}"
+        dest: "{{ out }}"
+"""
+
+#: stack_info with arbitrary arguments (validation), result saved even when it fails
+ARGS_PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: info
+      stacksync.k8s.stack_info: "{{ args }}"
+      register: info
+      ignore_errors: true
+    - name: save result
+      ansible.builtin.copy:
+        content: "{{ {'info': info} | to_json }}"
+        dest: "{{ out }}"
+"""
+
+IN_PROCESS = "stacksync.k8s.stack_info: running in the controller's process"
+MODULE_PROCESS = "stacksync.k8s.stack_info: running as a module process"
+
+
+@pytest.fixture(scope="module")
+def client(kube):
+    c = build_client({"kubeconfig": kube.kubeconfig})[0]
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def ns(client):
+    name = "ss-info-" + uuid.uuid4().hex[:6]
+    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    yield name
+    with contextlib.suppress(ApiError):
+        client.delete("/api/v1/namespaces/" + name)
+
+
+def run(tmp_path, kube, variables, playbook=PLAYBOOK):
+    """Run ``playbook`` on localhost (``-c local``, this Python, ``-vvv``); the saved results and the output."""
+    play = tmp_path / "play.yml"
+    play.write_text(playbook)
+    out = tmp_path / "result.json"
+    extra = tmp_path / "vars.json"
+    extra.write_text(json.dumps(dict(variables, kc=kube.kubeconfig, out=str(out))))
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
+           "-e", "ansible_python_interpreter=" + sys.executable, "-e", "@" + str(extra), str(play), "-vvv"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(out.read_text()), proc.stdout + proc.stderr
+
+
+def names(objects, **where):
+    """Sorted names of the result entries whose fields have the values in ``where``."""
+    return sorted(o["name"] for o in objects if all(o.get(k) == v for k, v in where.items()))
+
+
+def write_tree(root, files):
+    """Write ``{relative path: text}`` under ``root``, removing the files whose text is None."""
+    for rel, text in files.items():
+        path = root / rel
+        if text is None:
+            path.unlink()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def cm(name, **data):
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {json.dumps(data)}\n"
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["controller-process", "module-process"])
+def test_stack_info_with_src_reports_exactly_what_the_sync_then_does(tmp_path, kube, client, ns, in_process):
+    tree = tmp_path / "checkout"
+    write_tree(tree, {
+        "apps/kept.yaml": cm("kept", a="1"),
+        "apps/edited.yaml": cm("edited", a="1"),
+        "apps/changed.yaml": cm("changed", a="1"),
+        "apps/gone.yaml": cm("gone", a="1") + "---\n" + cm("gone-too", a="1"),
+        # a template: task variables and render.template_vars reach it in both tasks alike
+        "apps/tpl.yaml.j2": cm("templated", stack="{{ stack }}", replicas="{{ replicas }}"),
+        "apps/legacy/skipped.yaml": cm("legacy"),
+    })
+    stack = "info-" + uuid.uuid4().hex[:6]
+    variables = dict(stack=stack, ns=ns, src=str(tree / "apps"), stacksync_in_process=in_process,
+                     render=dict(root=str(tree), exclude=["legacy"], template_vars=dict(replicas=3)))
+    r, _log = run(tmp_path, kube, variables)
+    assert names(r["sync"]["applied"], action="created") == ["changed", "edited", "gone", "gone-too", "kept", "templated"]
+    # before the first sync's writes, the report saw none of it
+    assert r["info"]["counts"]["sync"] == {"Missing": 6} and not r["info"]["changed"]
+
+    # git changes: one object changed, two removed, one added, a template variable changed;
+    # someone edits another object on the cluster (drift)
+    write_tree(tree, {"apps/changed.yaml": cm("changed", a="2"), "apps/gone.yaml": None,
+                      "apps/new.yaml": cm("new", a="1")})
+    variables["render"]["template_vars"]["replicas"] = 4
+    client.request("PATCH", f"/api/v1/namespaces/{ns}/configmaps/edited", params={"fieldManager": "kubectl-edit"},
+                   body={"data": {"a": "edited"}}, content_type=MERGE_PATCH)
+
+    r, log = run(tmp_path, kube, variables)
+    info, sync = r["info"], r["sync"]
+    assert (IN_PROCESS if in_process else MODULE_PROCESS + " (stacksync_in_process is false)") in log
+    assert not info["changed"] and sync["changed"], r
+    objects = info["objects"]
+    assert names(objects, status="would_prune") == names(sync["pruned"]) == ["gone", "gone-too"]
+    assert names(objects, sync="Extraneous") == ["gone", "gone-too"]
+    assert names(objects, sync="OutOfSync") == names(sync["applied"], action="configured") == ["changed", "edited", "templated"]
+    assert names(objects, status="drifted") == names([a for a in sync["applied"] if a.get("drift")]) == ["edited"]
+    assert names(objects, sync="Missing") == names(sync["applied"], action="created") == ["new"]
+    assert names(objects, sync="Synced") == names(sync["applied"], action="unchanged") == ["kept"]
+    assert info["checksum"] == sync["checksum"]
+    assert info["counts"]["sync"] == {"Synced": 1, "OutOfSync": 3, "Missing": 1, "Extraneous": 2}
+    assert info["counts"]["health"] == {"Healthy": 6, "Missing": 1}
+    # the invocation lists the rendered manifests by identity, as the module does with resources
+    assert '"v1 ConfigMap new"' in log
+
+    # after the sync, the same question: everything in sync, nothing to prune; the legacy file was never read
+    variables["sync_too"] = False
+    r, _log = run(tmp_path, kube, variables)
+    assert r["info"]["counts"]["sync"] == {"Synced": 5}, r["info"]
+    assert client.get(f"/api/v1/namespaces/{ns}/configmaps/templated")["data"] == {"stack": stack, "replicas": "4"}
+    assert client.get(f"/api/v1/namespaces/{ns}/configmaps/edited")["data"] == {"a": "1"}
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/legacy") is None
+
+
+def test_stack_info_arguments_are_validated_and_rendered_like_the_syncs(tmp_path, kube, ns):
+    """Validation and rendering happen in the action plugin, before it decides where the module runs."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "bad.yaml").write_text("kind: ConfigMap\nmetadata: {name: [oops\n")
+    base = dict(name="x", kubeconfig=kube.kubeconfig, record_namespace=ns)
+    for args, message in (
+        (dict(base, src=str(tmp_path / "src"), resources=[]), "parameters are mutually exclusive: resources|src"),
+        (dict(base, src=str(tmp_path / "src"), render={"bogus": 1}), "bogus"),
+        (dict(base, resources=[], max_prune=3), "Unsupported parameters for (stacksync.k8s.stack_info) module: max_prune"),
+        (dict(base, src=str(tmp_path / "src")), "bad.yaml"),
+        (dict(base, src=str(tmp_path / "missing")), "does not exist"),
+    ):
+        r, _log = run(tmp_path, kube, dict(args=args), playbook=ARGS_PLAYBOOK)
+        assert r["info"]["failed"] and message in r["info"]["msg"], (args, r["info"])
