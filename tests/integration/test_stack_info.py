@@ -144,6 +144,7 @@ def test_stack_info_with_src_reports_exactly_what_the_sync_then_does(tmp_path, k
     r, log = run(tmp_path, kube, variables)
     info, sync = r["info"], r["sync"]
     assert (IN_PROCESS if in_process else MODULE_PROCESS + " (stacksync_in_process is false)") in log
+    assert log.count("stacksync.k8s.stack_info: running") == 1 and log.count("stacksync.k8s.stack: running") == 1
     assert not info["changed"] and sync["changed"], r
     objects = info["objects"]
     assert names(objects, status="would_prune") == names(sync["pruned"]) == ["gone", "gone-too"]
