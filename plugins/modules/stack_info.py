@@ -233,7 +233,7 @@ objects:
       description: Why the object is kept, terminating or released.
       type: str
       returned: for V(kept), V(terminating) and V(would_release) objects
-      sample: has ownerReferences (created by a controller)
+      sample: has ownerReferences (managed by a controller)
     code:
       description: Machine-readable reason of a V(kept) object, such as V(has-owner), V(ignored), V(holds-others),
         V(contents-unknown), V(not-owned).
@@ -256,7 +256,7 @@ objects:
        "sync": "Synced", "health": "Healthy",
        "checksum": "sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"}
     - {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "web", "name": "frontend", "status": "drifted",
-       "sync": "OutOfSync", "health": "Progressing", "health_reason": "NewReplicaSetAvailable: ...",
+       "sync": "OutOfSync", "health": "Progressing", "health_reason": "LessAvailable: Available: 0/3",
        "drift": [{"manager": "kubectl-edit", "operation": "Update", "fields": ["spec.replicas"]}],
        "checksum": "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}
     - {"apiVersion": "example.com/v1", "kind": "Database", "namespace": "web", "name": "orders", "status": "in_sync",
