@@ -80,7 +80,10 @@ class ActionModule(ActionBase):
         if source["state"] == "absent":
             return source, "", None
         started = time.monotonic()
-        co = checkout(source["repo"], source["version"], params["cache_dir"], token=run_token())
+        # fetched once per run of this task for every host; a later task (another include of the role, a
+        # second play) fetches again, so a play that commits and then syncs sees its commit
+        co = checkout(source["repo"], source["version"], params["cache_dir"],
+                      token="%s/%s" % (run_token(), self._task._uuid))
         root = co["dir"]
         src = root if source["path"] == "." else "%s/%s" % (root, source["path"])
         lookup = lookup_loader.get(LOOKUP, loader=self._loader, templar=self._templar)

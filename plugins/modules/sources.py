@@ -18,9 +18,9 @@ description:
     source to another in the same commit is therefore re-labelled by its new stack before the old one prunes.
   - Every source is checked (options, unique stack names, O(sources[].depends_on)), fetched and rendered before
     anything is written; a broken tree in one source stops the whole sync.
-  - Checkouts live under O(cache_dir), one per repository and version. A checkout is fetched once per
-    C(ansible-playbook) run, whatever the number of hosts and forks, so every cluster of a run syncs the same
-    commit. The repository URL (and any credentials in it) is given to C(git fetch) and never stored in the
+  - Checkouts live under O(cache_dir), one per repository and version. A checkout is fetched once per task
+    run, whatever the number of hosts and forks, so every cluster the task syncs gets the same commit (a later
+    task, such as another include of the role, fetches again). The repository URL (and any credentials in it) is given to C(git fetch) and never stored in the
     checkout.
   - Stacks are applied in the order of the sources, except that a stack comes after the stacks it depends on; a
     stack some other stack depends on is applied with O(stacksync.k8s.stack#module:wait=true), so its dependents are
