@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import sys
 
 from ansible import constants as C
@@ -25,6 +26,7 @@ from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import credential_values, safe_params
+from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Progress, interval_from_env
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,
@@ -198,8 +200,9 @@ class ActionModule(ActionBase):
                     for w in getattr(validated, "_warnings", [])]
         no_log_values = set(getattr(validated, "_no_log_values", set())) | credential_values(params)
         try:
+            progress = Progress(display.v, interval_from_env(os.environ), prefix="stack %s: " % params["name"])
             result = run_stack(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff),
-                               warn=warnings.append, verbosity=display.verbosity)
+                               warn=warnings.append, verbosity=display.verbosity, progress=progress)
         except RunFailed as e:
             result = dict(e.result, failed=True, msg=e.msg)
         result.setdefault("changed", False)
