@@ -40,10 +40,10 @@ description:
     the server normalises; fields that people's tools wrote (O(takeover_managers)) are taken over and reverted to git,
     fields of controllers are left alone. Check mode and C(applied) entries report each drift (field manager and
     field paths).
-  - A long run reports its progress while it applies, waits and prunes, at most one line every 5 seconds (the
-    environment variable E(STACKSYNC_PROGRESS_INTERVAL) sets the seconds), for example
-    C(stack web: applied 400/1000 objects (12 s)). In the controller's process the lines are shown with C(-v); a
-    module process writes them to the managed host's log (syslog or journal), as C(module.log) does.
+  - "A long run reports its progress while it applies, waits and prunes, at most one line every 5 seconds (the
+    environment variable E(STACKSYNC_PROGRESS_INTERVAL) sets the seconds): for example C(stack web: applied
+    400/1000 objects), with the seconds since the run started. In the controller's process the lines are shown with
+    C(-v); a module process writes them to the managed host's log (syslog or journal)."
 options:
   name:
     description:
