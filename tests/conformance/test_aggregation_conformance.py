@@ -43,6 +43,13 @@ def available(obj):
     return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Available"), None)
 
 
+def settled(obj):
+    """Unavailable for good: the real server says ``EndpointsNotFound`` for a moment, until the EndpointSlice
+    controller wrote the new Service's first (empty) EndpointSlice; the simulator goes to the end at once."""
+    cond = available(obj)
+    return cond is not None and cond["status"] == "False" and cond["reason"] != "EndpointsNotFound"
+
+
 def apiservice(group, service_ns, service_name, port=443):
     service = {"namespace": service_ns, "name": service_name}
     if port is not None:
@@ -87,8 +94,7 @@ def broken(api, ns):
         status, got, _ = api.request("POST", APISERVICES, body)
         assert status == 201, got
         created.append(body["metadata"]["name"])
-        obj = poll(lambda: (lambda o: o if available(o) and available(o)["status"] == "False" else None)(
-            api.get(f"{APISERVICES}/{body['metadata']['name']}")[1]))
+        obj = poll(lambda: (lambda o: o if settled(o) else None)(api.get(f"{APISERVICES}/{body['metadata']['name']}")[1]))
         assert obj, api.get(f"{APISERVICES}/{body['metadata']['name']}")[1]
         return group, obj
 

@@ -3,7 +3,9 @@
 A `stacksync.k8s.stack` task (in the controller's process and as a module process) and a
 `stacksync.k8s.stack_info` task through ansible-playbook, on the simulator and on a real
 kube-apiserver (STACKSYNC_TEST_KUBECONFIG): an APIService whose Service has no endpoints makes
-discovery of its group fail (a 503 and a Stale group in aggregated discovery on both).
+discovery of its group fail (a 503 and a Stale group in aggregated discovery on both). Each run
+gets a fresh discovery cache: a cached discovery (10 minutes, like kubectl's) written before the
+APIService broke does not know that its group fails.
 """
 
 import contextlib
@@ -39,6 +41,7 @@ TASKS = {
         kubeconfig: "{{ kc }}"
         record_namespace: "{{ ns }}"
         namespace: "{{ ns }}"
+        discovery_cache_dir: "{{ cache }}"
         resources: "{{ resources }}"
       register: r
 """,

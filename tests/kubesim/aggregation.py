@@ -8,7 +8,9 @@
   it is never available: ``ServiceNotFound`` (no such Service), ``ServicePortError`` (the Service
   does not listen on ``spec.service.port``), ``MissingEndpoints`` (no EndpointSlice of the Service
   has a ready address with that port's name; nothing here fills EndpointSlices), else
-  ``FailedDiscoveryCheck`` (nothing answers at the endpoints).
+  ``FailedDiscoveryCheck`` (nothing answers at the endpoints). The real server says
+  ``EndpointsNotFound`` for a moment first, until its EndpointSlice controller wrote the Service's
+  first EndpointSlice; here the condition is the steady one at once.
 * Discovery of an unavailable group-version: ``/apis`` and ``/apis/<group>`` list it,
   ``/apis/<group>/<version>`` and every path under it answer ``503 service unavailable``
   (text/plain), aggregated discovery lists the version with ``freshness: Stale`` and no resources.
