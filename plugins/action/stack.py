@@ -12,10 +12,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 
 from ansible.errors import AnsibleError
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
+from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Progress, interval_from_env
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,
@@ -121,5 +123,6 @@ class ActionModule(StackActionBase):
         return args
 
     def _runner(self, params, warn):
+        progress = Progress(display.v, interval_from_env(os.environ), prefix="stack %s: " % params["name"])
         return run_stack(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff), warn=warn,
-                         verbosity=display.verbosity)
+                         verbosity=display.verbosity, progress=progress)

@@ -22,6 +22,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.drift import foreign
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, redact_secret_message, ssa_policy
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import CRD_GK, NAMESPACE_GK, by_stage
+from ansible_collections.stacksync.k8s.plugins.module_utils.progress import NO_PROGRESS, Steps
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, is_ready, wait_gone
 
 #: first delay (seconds) when polling for CRDs to be Established; doubles up to ``poll_interval``
@@ -48,8 +49,9 @@ def backoff(poll_interval):
 class Applier:
     """Applies desired objects for one run. ``ensure_lock()`` raises once the run lost its lock."""
 
-    def __init__(self, client, discovery, opts, map_fn, ensure_lock):
+    def __init__(self, client, discovery, opts, map_fn, ensure_lock, progress=NO_PROGRESS):
         self.client = client
+        self.progress = progress
         self.discovery = discovery
         self.opts = opts
         self.map = map_fn
@@ -141,12 +143,19 @@ class Applier:
     def apply_all(self, to_apply, ours, changeset, dry_run):
         """Apply stage by stage; returns ``[(Desired, live object)]`` written."""
         written = []
+        step = Steps(self.progress, "dry-run applied" if dry_run else "applied", len(to_apply))
+
+        def one(d):
+            result = self._one(d, ours, dry_run)
+            step()
+            return result
+
         for stage, items in by_stage(to_apply, key=lambda d: d.oid):
             if stage > 0:
                 self.after_prerequisites(to_apply, dry_run)
             if not dry_run:
                 self.ensure_lock()
-            results = self.map(lambda d: self._one(d, ours, dry_run), items)
+            results = self.map(one, items)
             for note in self.notes:
                 changeset.warn(note)
             del self.notes[:]

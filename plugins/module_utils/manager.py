@@ -31,6 +31,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_se
 from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Observer
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, StackOptions
 from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import PrepareError, prepare, stamp_all
+from ansible_collections.stacksync.k8s.plugins.module_utils.progress import NO_PROGRESS
 from ansible_collections.stacksync.k8s.plugins.module_utils.prune import Pruner
 from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
     RecordError,
@@ -60,13 +61,14 @@ class StackError(Exception):
 class StackManager:
     """Converge one stack. See the module documentation for the meaning of every option."""
 
-    def __init__(self, client, stack, discovery=None, opts=None, **options):
+    def __init__(self, client, stack, discovery=None, opts=None, progress=None, **options):
         try:
             self.opts = opts or StackOptions(stack, **options)
         except OptionError as e:
             raise StackError(str(e)) from None
         self.client = client
         self.stack = stack
+        self.progress = progress or NO_PROGRESS  # progress(verb, done, total): see .progress
         self._pool = None
         self._key = None
         self._lock = None  # the LeaseLock while a run writes
@@ -75,7 +77,7 @@ class StackManager:
         self.record = StackRecord(client, self.opts.record_namespace, stack, self.opts.field_manager)
         self.key_store = StackKey(client, self.opts.record_namespace, stack, self.opts.field_manager)
         self.observer = Observer(client, self.discovery, self.record, self.opts, self._map)
-        self.pruner = Pruner(client, self.discovery, self.record, self.opts, self._map, self._ensure_lock)
+        self.pruner = Pruner(client, self.discovery, self.record, self.opts, self._map, self._ensure_lock, self.progress)
 
     # -- helpers ------------------------------------------------------------------------------
     def _map(self, fn, items):
@@ -238,12 +240,13 @@ class StackManager:
             if self.record.data is None or widened != self.record.group_kinds:
                 self._ensure_lock()
                 self.record.save(group_kinds=widened)
-        applier = Applier(self.client, self.discovery, self.opts, self._map, self._ensure_lock)
+        applier = Applier(self.client, self.discovery, self.opts, self._map, self._ensure_lock, self.progress)
         written = applier.apply_all(to_apply, plan.snap.ours, changeset, dry_run)
         if self.opts.wait and written and not changeset.errors and not dry_run:
             healths = {}
             changeset.errors.extend(wait_for(self.client, written, self.opts.wait_rules, self.opts.wait_timeout,
-                                             self.opts.poll_interval, self._map, healths=healths))
+                                             self.opts.poll_interval, self._map, healths=healths,
+                                             progress=self.progress))
             changeset.record_health(healths)
         remaining, pruned_ok = self._prune(plan, changeset, dry_run)
         if self.opts.writes_record and not changeset.errors and not dry_run:

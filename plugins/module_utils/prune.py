@@ -23,6 +23,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Res
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import identity_digest
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, live_api_version, live_identity, owner_mark
 from ansible_collections.stacksync.k8s.plugins.module_utils.observe import LIST_PAGE_SIZE
+from ansible_collections.stacksync.k8s.plugins.module_utils.progress import NO_PROGRESS, Steps
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import wait_gone
 
 CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
@@ -36,8 +37,9 @@ def _established(crd):
 class Pruner:
     """Reads the prune facts and carries out a :class:`.plan.PrunePlan` for one run."""
 
-    def __init__(self, client, discovery, record, opts, map_fn, ensure_lock):
+    def __init__(self, client, discovery, record, opts, map_fn, ensure_lock, progress=NO_PROGRESS):
         self.client = client
+        self.progress = progress
         self.discovery = discovery
         self.record = record
         self.opts = opts
@@ -123,10 +125,17 @@ class Pruner:
         for oid, info, obj, other in plan.releases:
             self._release(oid, info, obj, other, changeset, dry_run)
         pruned = set()
+        step = Steps(self.progress, "dry-run pruned" if dry_run else "pruned", len(plan.candidates))
+
+        def delete(c):
+            refused = self._delete(c, dry_run)
+            step()
+            return c, refused
+
         for _stage, items in reversed(P.by_stage(plan.candidates, key=lambda c: c[0])):
             if not dry_run:
                 self.ensure_lock()
-            for (oid, info, obj), refused in self.map(lambda c: (c, self._delete(c, dry_run)), items):
+            for (oid, info, obj), refused in self.map(delete, items):
                 if refused:
                     remaining.add(oid.group_kind)
                     changeset.add(oid, live_api_version(obj, info), C.SKIPPED, C.PHASE_PRUNE, P.DELETE_REFUSED, refused)
@@ -144,7 +153,7 @@ class Pruner:
         """With ``wait``: wait for the pruned objects to be gone; the ones still there at the timeout are
         reported (``terminating``, with a warning), without failing the run."""
         paths = [(info.object_path(oid.namespace, oid.name), oid) for oid, info, _o in plan.candidates if oid in pruned]
-        left = set(wait_gone(self.client, paths, self.opts.wait_timeout, self.opts.poll_interval))
+        left = set(wait_gone(self.client, paths, self.opts.wait_timeout, self.opts.poll_interval, progress=self.progress))
         for e in changeset.entries:
             if e.oid in left and e.action == C.PRUNED:
                 e.extra["terminating"] = True

@@ -108,11 +108,12 @@ def read_resources_file(path):
     return resources
 
 
-def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0):
+def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, progress=None):
     """Converge the stack described by validated ``params``; its return values.
 
     ``warn(message)`` receives each warning (``module.warn`` in the module); ``verbosity`` is Ansible's
-    (with 2 or more, diffs show created and pruned objects whole). Raises
+    (with 2 or more, diffs show created and pruned objects whole); ``progress(verb, done, total)`` is
+    called as objects are applied, pruned and waited for (see :mod:`.progress`). Raises
     :class:`RunFailed` (with the return values known so far) when the run fails.
     """
     warn = warn or (lambda message: None)
@@ -137,7 +138,7 @@ def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0):
     try:
         # whole bodies of created and pruned objects in diffs only with -vv
         opts = options_from_params(params, context_namespace, check_mode=check_mode, diff=diff, diff_full=verbosity >= 2)
-        manager = StackManager(client, params["name"], opts=opts)
+        manager = StackManager(client, params["name"], opts=opts, progress=progress)
         changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
     except (StackError, OptionError) as e:
         changeset = getattr(e, "changeset", None)

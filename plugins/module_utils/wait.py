@@ -16,6 +16,7 @@ __metaclass__ = type
 import time
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import health as hl
+from ansible_collections.stacksync.k8s.plugins.module_utils.progress import NO_PROGRESS
 
 try:
     import jmespath
@@ -96,12 +97,13 @@ def not_ready_reason(oid, obj, user_rules=None):
 
 
 def wait_for(client, written, rules, timeout, poll_interval, map_fn=map, clock=time.time, sleep=time.sleep,
-             healths=None):
+             healths=None, progress=NO_PROGRESS):
     """Poll the ``[(Desired, live object)]`` just written until every one is ready.
 
     Returns the error messages: at once for objects that failed (they will not become ready by
     waiting), or at the timeout one naming every object not ready and why. ``[]`` when all are ready.
-    ``healths`` (a dict), if given, receives each object's last :class:`.health_status.Health` by identity.
+    ``healths`` (a dict), if given, receives each object's last :class:`.health_status.Health` by identity;
+    ``progress(verb, done, total)`` is told how many are ready after each poll.
     """
     deadline = clock() + timeout
     pending = list(written)
@@ -113,6 +115,7 @@ def wait_for(client, written, rules, timeout, poll_interval, map_fn=map, clock=t
         if failed:
             return failed
         pending = [item for item, (ok, _m) in zip(pending, results) if not ok]
+        progress("ready", len(written) - len(pending), len(written))
         if not pending:
             return []
         if clock() > deadline:
@@ -131,13 +134,14 @@ def _check(item, rules):
         return False, "%s: %s" % (d.oid, e)
 
 
-def wait_gone(client, objects, timeout, poll_interval, clock=time.time, sleep=time.sleep):
+def wait_gone(client, objects, timeout, poll_interval, clock=time.time, sleep=time.sleep, progress=NO_PROGRESS):
     """Poll ``[(path, ObjectId)]`` just deleted until they are gone; the ones still there at the timeout
-    (waiting for finalizers), as ``[ObjectId]``."""
+    (waiting for finalizers), as ``[ObjectId]``. ``progress(verb, done, total)`` is told how many are gone."""
     deadline = clock() + timeout
     pending = list(objects)
     while pending:
         pending = [(path, oid) for path, oid in pending if client.get_or_none(path) is not None]
+        progress("gone", len(objects) - len(pending), len(objects))
         if not pending or clock() > deadline:
             break
         sleep(poll_interval)

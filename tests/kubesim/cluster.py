@@ -14,7 +14,7 @@ import collections
 import json
 import threading
 
-from . import errors, fields
+from . import aggregation, errors, fields
 from .controllers import Controllers
 from .defaults import (
     allocate_cluster_ip,
@@ -132,6 +132,15 @@ class Cluster:
             body = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                     "metadata": {"name": name, "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"}}, "rules": rules}
             self.create(crb, None, body, "kube-apiserver")
+        apiservices = self.by_gvr[("apiregistration.k8s.io", "v1", "apiservices")]
+        for group, version in aggregation.builtin_group_versions(self.types):
+            self.create(apiservices, None, aggregation.local_apiservice(group, version), "kube-apiserver")
+
+    def unavailable_group_versions(self):
+        """Aggregated group-versions whose APIService names a server (none answers here): see ``aggregation.unavailable``."""
+        with self.lock:
+            stored = list(self.objects[("apiregistration.k8s.io", "apiservices")].values())
+        return aggregation.unavailable(stored, self._indexes[2])
 
     # ------------------------------------------------------------ primitives
     def _bump(self):

@@ -9,8 +9,11 @@
   Node (then it stays Pending, unschedulable); a ReplicaSet counts its Ready pods, a Deployment its
   ReplicaSet's, and a Deployment whose pods are not all available after ``progressDeadlineSeconds``
   gets ``Progressing=False`` / ``ProgressDeadlineExceeded``, as the deployment controller sets it.
+* aggregator: an APIService's ``Available`` condition (``aggregation.availability``), set again when it,
+  a Service or an EndpointSlice changes; a ``v1.<group>``-style APIService per Established CRD version.
 """
 
+from . import aggregation
 from .util import deep, dig, now, random_suffix, template_hash
 
 _CM = "kube-controller-manager"
@@ -34,6 +37,8 @@ class Controllers:
     def written(self, rt, old, new):
         """After a create/update was stored."""
         kind = rt.kind if rt.crd is None else None
+        if kind in ("APIService", "Service", "EndpointSlice"):
+            self._aggregator(rt, old, new)
         if kind == "Namespace" and old is None:
             self._populate_namespace(new["metadata"]["name"])
         elif kind == "CustomResourceDefinition" and old is None:
@@ -42,6 +47,7 @@ class Controllers:
             self.c.schedule(self.c.crd_establish_delay, lambda: self._set_crd_conditions(name, established=True))
         elif kind == "CustomResourceDefinition" and _condition(new, "Established"):
             self.c.register_crd(new)
+            self._crd_apiservices(new)
         elif new["metadata"].get("deletionTimestamp") or (old is not None and old.get("spec") == new.get("spec")):
             return
         elif kind == "Deployment":
@@ -96,6 +102,9 @@ class Controllers:
                 self._drain_namespace(ns)
         if rt.crd is None and rt.kind == "CustomResourceDefinition":
             self.c.unregister_crd(meta["name"])
+            self._crd_apiservices(obj, removed=True)
+        elif rt.crd is None and rt.kind in ("Service", "EndpointSlice"):
+            self._aggregator(rt, obj, None)
 
     # ------------------------------------------------------------ namespaces
     def _populate_namespace(self, ns):
@@ -173,6 +182,66 @@ class Controllers:
                     if any(r.get("uid") == uid and r.get("blockOwnerDeletion") for r in d["metadata"].get("ownerReferences") or [])]
         if not blocking:
             self.c.remove_finalizer(rt, obj, "foregroundDeletion")
+
+    # ------------------------------------------------------------ aggregator
+    def _aggregator(self, rt, old, new):
+        """Set the Available condition of the APIServices a written or removed object concerns."""
+        if rt.kind == "APIService":
+            if old is None or old.get("spec") != new.get("spec"):
+                self._apiservice_status(new)
+            return
+        meta = (new or old)["metadata"]
+        ns, name = meta.get("namespace") or "", meta["name"]
+        if rt.kind == "EndpointSlice":
+            name = (meta.get("labels") or {}).get("kubernetes.io/service-name")
+            if old is not None and new is not None and old.get("endpoints") == new.get("endpoints") and old.get("ports") == new.get("ports"):
+                return
+        elif new is not None and old is not None and old.get("spec") == new.get("spec"):
+            return
+        for svc in list(self.c.objects[("apiregistration.k8s.io", "apiservices")].values()):
+            ref = dig(svc, "spec", "service", default=None) or {}
+            if ref.get("namespace") == ns and ref.get("name") == name:
+                self._apiservice_status(svc)
+
+    def _apiservice_status(self, apiservice):
+        rt = self._rt("apiregistration.k8s.io", "apiservices")
+        current = self.c._find(rt, None, apiservice["metadata"]["name"])
+        if current is None or current["metadata"].get("deletionTimestamp"):
+            return
+        status, reason, message = aggregation.availability(current, self._service, self._endpoint_slices)
+        old = aggregation.condition(current)
+        if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == (status, reason, message):
+            return
+        changed = old is None or old.get("status") != status
+        cond = {"type": "Available", "status": status, "lastTransitionTime": now() if changed else old.get("lastTransitionTime"),
+                "reason": reason, "message": message}
+        new = deep(current)
+        new["status"] = {"conditions": [cond]}
+        self.c._write(rt, current, new, "kube-apiserver", False, "status")
+
+    def _service(self, ns, name):
+        return self.c._find(self._rt("", "services"), ns, name)
+
+    def _endpoint_slices(self, ns, name):
+        store = self.c.in_namespace.get((("discovery.k8s.io", "endpointslices"), ns), {})
+        return [o for o in store.values() if (o["metadata"].get("labels") or {}).get("kubernetes.io/service-name") == name]
+
+    def _crd_apiservices(self, crd, removed=False):
+        """The CRD auto-registration: an APIService per served version of an Established CRD's group (``automanaged: "true"``)."""
+        rt = self._rt("apiregistration.k8s.io", "apiservices")
+        group = crd["spec"]["group"]
+        versions = {v["name"] for v in crd["spec"].get("versions") or [] if v.get("served", True)}
+        if removed:  # drop the ones no other CRD of the group still serves
+            for other in self.c.crd_types.values():
+                versions -= {t.version for t in other if t.group == group}
+            for v in versions:
+                svc = self.c._find(rt, None, aggregation.name_of(group, v))
+                if svc is not None and (svc["metadata"].get("labels") or {}).get(aggregation.AUTOMANAGED) == "true":
+                    self.c._delete(rt, svc, "Background", False)
+            return
+        for v in sorted(versions):
+            if self.c._find(rt, None, aggregation.name_of(group, v)) is None:
+                self.c.system_write(rt, aggregation.local_apiservice(group, v, "true", aggregation.CRD_PRIORITIES), "kube-apiserver")
 
     # ------------------------------------------------------------------ CRDs
     def _set_crd_conditions(self, name, established):

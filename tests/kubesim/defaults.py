@@ -4,6 +4,7 @@ import base64
 import json
 import re
 
+from . import aggregation
 from .errors import bad_request, invalid
 from .normalise import QuantityError, normalise
 
@@ -335,6 +336,7 @@ _DEFAULTERS = {
     "PersistentVolumeClaim": _pvc, "PersistentVolume": _pv, "StorageClass": _storageclass, "NetworkPolicy": _networkpolicy,
     "CustomResourceDefinition": _crd, "ClusterRole": _rbac_role, "Role": _rbac_role, "HorizontalPodAutoscaler": _hpa,
     "ValidatingWebhookConfiguration": lambda o: _webhooks(o, False), "MutatingWebhookConfiguration": lambda o: _webhooks(o, True),
+    "APIService": aggregation.defaults,
 }
 
 
@@ -652,7 +654,7 @@ def validate(obj, rt, old=None):
     on updates, for immutable fields; the order of causes follows the real validators)."""
     meta = obj.get("metadata") or {}
     kind = rt.kind
-    causes = _name_causes(kind, meta.get("name"), meta.get("generateName"))
+    causes = aggregation.name_causes(obj) if kind == "APIService" else _name_causes(kind, meta.get("name"), meta.get("generateName"))
     causes += _label_causes(meta)
     if old is not None:
         causes += _immutable_causes(old, obj, kind)

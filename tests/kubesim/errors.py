@@ -55,6 +55,11 @@ def page_not_found():
     return ApiError(404, "NotFound", "404 page not found", raw="404 page not found\n")
 
 
+def service_unavailable():
+    """Plain-text 503 for a group/version of an aggregated API no server answers for."""
+    return ApiError(503, "ServiceUnavailable", "service unavailable", raw="service unavailable\n")
+
+
 def already_exists(rt, name):
     """409 AlreadyExists."""
     return ApiError(409, "AlreadyExists", f'{_qualified(rt)} "{name}" already exists', _details(rt, name))

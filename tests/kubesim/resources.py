@@ -78,6 +78,7 @@ BUILTINS = [
     _r("", "v1", "secrets", "Secret", True),
     _r("", "v1", "serviceaccounts", "ServiceAccount", True, ["sa"]),
     _r("", "v1", "services", "Service", True, ["svc"], sub=["status"], cat=ALL),
+    _r("apiregistration.k8s.io", "v1", "apiservices", "APIService", False, sub=["status"], cat=EXT),
     _r("apps", "v1", "controllerrevisions", "ControllerRevision", True),
     _r("apps", "v1", "daemonsets", "DaemonSet", True, ["ds"], sub=["status"], cat=ALL),
     _r("apps", "v1", "deployments", "Deployment", True, ["deploy"], sub=["scale", "status"], cat=ALL),
@@ -171,15 +172,19 @@ def _gv(group, version):
 
 def api_group(types, group):
     """``APIGroup`` document for ``/apis/<group>``."""
-    versions = [_gv(group, v) for v in versions_of(types, group)]
+    return api_group_doc(group, versions_of(types, group))
+
+
+def api_group_doc(group, versions):
+    """``APIGroup`` document of a group served in ``versions`` (preferred first)."""
+    versions = [_gv(group, v) for v in versions]
     return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": versions, "preferredVersion": versions[0]}
 
 
-def api_group_list(types):
-    """``APIGroupList`` document for ``/apis``."""
+def api_group_list(types, aggregated=()):
+    """``APIGroupList`` document for ``/apis``; ``aggregated``: ``[(group, [versions])]`` of aggregated APIs, listed last."""
     groups = []
-    for g in group_order(types):
-        doc = api_group(types, g)
+    for doc in [api_group(types, g) for g in group_order(types)] + [api_group_doc(g, vs) for g, vs in aggregated]:
         del doc["kind"], doc["apiVersion"]
         groups.append(doc)
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
@@ -202,8 +207,10 @@ def _aggregated_resource(rt):
     return entry
 
 
-def aggregated_discovery(types, legacy):
-    """Aggregated discovery ``APIGroupDiscoveryList`` (apidiscovery.k8s.io/v2) for /api or /apis."""
+def aggregated_discovery(types, legacy, stale=()):
+    """Aggregated discovery ``APIGroupDiscoveryList`` (apidiscovery.k8s.io/v2) for /api or /apis; ``stale``:
+    ``[(group, [versions])]`` of aggregated APIs that did not answer, listed last as the real server lists them
+    (each version ``freshness: Stale``, without resources)."""
     groups = [""] if legacy else group_order(types)
     items = []
     for g in groups:
@@ -212,4 +219,6 @@ def aggregated_discovery(types, legacy):
             res = [_aggregated_resource(t) for t in sorted((t for t in types if t.group == g and t.version == v), key=lambda t: t.plural)]
             versions.append({"version": v, "resources": res, "freshness": "Current"})
         items.append({"metadata": {"name": g} if g else {}, "versions": versions})
+    for g, vs in stale:
+        items.append({"metadata": {"name": g}, "versions": [{"version": v, "freshness": "Stale"} for v in vs]})
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from . import authz, errors, openapi, protobuf, resources
+from . import aggregation, authz, errors, openapi, protobuf, resources
 from .table import to_table, wants_table
 from .unknown import strip_unknown
 
@@ -205,21 +205,27 @@ class Router:
         if path == "/version":
             return 200, _VERSION, "application/json"
         if path in ("/api", "/apis") and "as=APIGroupDiscoveryList" in accept and ";v=v2;" in accept + ";":
-            return 200, resources.aggregated_discovery(types, path == "/api"), _AGGREGATED
+            stale = [] if path == "/api" else aggregation.groups_of(self.cluster.unavailable_group_versions())
+            return 200, resources.aggregated_discovery(types, path == "/api", stale), _AGGREGATED
         if path == "/api":
             return 200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
                 {"clientCIDR": "0.0.0.0/0", "serverAddress": self.sim.address}]}, "application/json"
         if path == "/apis":
-            return 200, resources.api_group_list(types), "application/json"
+            stale = aggregation.groups_of(self.cluster.unavailable_group_versions())
+            return 200, resources.api_group_list(types, stale), "application/json"
         if path == "/api/v1":
             return 200, resources.api_resource_list(types, "", "v1"), "application/json"
         parts = path.strip("/").split("/")
         if parts[0] == "apis" and len(parts) == 2:
             if not resources.versions_of(types, parts[1]):
+                stale = dict(aggregation.groups_of(self.cluster.unavailable_group_versions()))
+                if parts[1] in stale:
+                    return 200, resources.api_group_doc(parts[1], stale[parts[1]]), "application/json"
                 raise errors.page_not_found()
             return 200, resources.api_group(types, parts[1]), "application/json"
         if parts[0] == "apis" and len(parts) == 3:
             if (parts[1], parts[2]) not in self.cluster.served:
+                self._unavailable(parts[1], parts[2])
                 raise errors.page_not_found()
             return 200, resources.api_resource_list(types, parts[1], parts[2]), "application/json"
         if path == "/openapi/v3":
@@ -235,9 +241,16 @@ class Router:
             return 200, openapi.v2_document(types), "application/json"
         return None
 
+    def _unavailable(self, group, version):
+        """Raise the real 503 for a group-version of an aggregated API (no server answers for it here)."""
+        if any(g == group and v == version for g, v, _, _ in self.cluster.unavailable_group_versions()):
+            raise errors.service_unavailable()
+
     # ------------------------------------------------------------ resources
     def resource(self, handler, req):
         """Execute a resource request and write the response."""
+        if (req.group, req.version) not in self.cluster.served:
+            self._unavailable(req.group, req.version)
         rt = self.cluster.resolve(req.group, req.version, req.plural)
         req.rt = rt
         verb = req.verb

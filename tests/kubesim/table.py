@@ -49,7 +49,20 @@ _COLUMNS = {
                        f"{len(dig(o, 'spec', 'containers', default=[]) or [])}", dig(o, "status", "phase", default="Pending"), 0]),
     "Service": ([_col("Type"), _col("Cluster-IP")], lambda o: [dig(o, "spec", "type", default=""), dig(o, "spec", "clusterIP", default="")]),
     "ServiceAccount": ([], lambda o: []),
+    "APIService": ([_col("Service"), _col("Available")], lambda o: [_apiservice_service(o), _apiservice_available(o)]),
 }
+
+
+def _apiservice_service(obj):
+    ref = dig(obj, "spec", "service", default=None)
+    return f"{ref.get('namespace')}/{ref.get('name')}" if ref else "Local"
+
+
+def _apiservice_available(obj):
+    for c in dig(obj, "status", "conditions", default=None) or []:
+        if c.get("type") == "Available":
+            return "True" if c.get("status") == "True" else f"{c.get('status')} ({c.get('reason')})"
+    return "Unknown"
 
 
 def to_table(rt, body, include_object):

@@ -474,8 +474,6 @@ def test_no_secret_value_or_kubeconfig_token_in_any_output(kube, admin, ns, tmp_
 
 # -- an unavailable aggregated API ---------------------------------------------------------------------
 def test_an_unavailable_api_group_is_warned_about_and_keeps_namespaces(kube, admin):
-    if kube.is_sim:
-        pytest.skip("the simulator serves no APIService (aggregated APIs)")
     group = f"g{uid()}.example.com"
     path = "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1." + group
     stack, name = "agg-" + uid(), "wd-agg-" + uid()
