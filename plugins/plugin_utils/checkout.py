@@ -7,7 +7,8 @@ One directory per repository and version under the cache directory (the same nam
 ``stacksync.k8s.source`` uses). The repository URL is given to each ``git fetch`` and never stored in
 the checkout (no ``origin`` remote), so credentials in a URL stay out of the cache. A checkout is
 fetched once per ``token`` (the action plugin's: this ``ansible-playbook`` run, see :func:`run_token`, and
-the task): every host the task runs for, in any fork, syncs the same commit, and the git work is done once. A lock file serialises forks working on one checkout.
+the task): every host the task runs for, in any fork, syncs the same commit, and the git work is done
+once. A lock file serialises forks working on one checkout.
 """
 
 from __future__ import absolute_import, division, print_function
