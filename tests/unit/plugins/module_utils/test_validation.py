@@ -60,3 +60,70 @@ def test_secret_error_messages_are_redacted(manifest, message):
     assert SECRET not in text and "12345678" not in text
     assert "<redacted>" in text
     assert text.split(":")[0] == message.split(":")[0]  # what failed is still said
+
+
+def _cm(**meta):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": dict({"name": "a"}, **meta)}
+
+
+#: every rule of the one validator (the lookup's and the module's, issue 15): manifest -> problem
+BAD_MANIFESTS = [
+    ("x", "the document is not a mapping (got string)"),
+    ([1], "the document is not a mapping (got list)"),
+    ({"kind": "ConfigMap", "metadata": {"name": "a"}}, "missing apiVersion"),
+    ({"apiVersion": "v1", "metadata": {"name": "a"}}, "missing kind"),
+    ({"apiVersion": 1, "kind": "ConfigMap", "metadata": {"name": "a"}}, "apiVersion must be a string, got integer"),
+    ({"apiVersion": "v1", "kind": ["x"], "metadata": {"name": "a"}}, "kind must be a string, got list"),
+    ({"apiVersion": "a/b/c", "kind": "ConfigMap", "metadata": {"name": "a"}}, "invalid apiVersion 'a/b/c'"),
+    ({"apiVersion": "v1", "kind": "Config-Map", "metadata": {"name": "a"}}, "invalid kind 'Config-Map'"),
+    ({"apiVersion": "v1", "kind": "List", "metadata": {"name": "a"}, "items": []}, "List objects are not supported"),
+    ({"apiVersion": "v1", "kind": "ConfigMap"}, "missing metadata.name"),
+    ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": ["a"]}, "metadata must be a mapping, got list"),
+    (_cm(name=None), "missing metadata.name"),
+    (_cm(name=""), "missing metadata.name"),
+    (_cm(name=42), "metadata.name must be a string, got integer 42 (quote it)"),
+    (_cm(generateName="a-"), "metadata.generateName is not allowed"),  # even with a name
+    (_cm(name="Bad_Name"), "invalid metadata.name 'Bad_Name': a DNS-1123 subdomain"),
+    ({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "1web"}}, "invalid metadata.name '1web': a DNS-1035 label"),
+    (_cm(namespace=7), "metadata.namespace must be a string, got integer 7 (quote it)"),
+    (_cm(namespace="Bad_NS"), "invalid metadata.namespace 'Bad_NS'"),
+    (_cm(namespace="n" * 64), "invalid metadata.namespace"),
+    (_cm(labels=["a"]), "metadata.labels must be a mapping, got list"),
+    (_cm(labels={"bad key": "v"}), "invalid label key 'bad key'"),
+    (_cm(labels={"x": True}), "metadata.labels[x] must be a string, got boolean True (quote it)"),
+    (_cm(labels={"x": "-bad-"}), "invalid label value '-bad-' for 'x'"),
+    (_cm(labels={"x": "y" * 64}), "invalid label value"),
+    (_cm(annotations="a"), "metadata.annotations must be a mapping, got string"),
+    (_cm(annotations={"a/b/c": "v"}), "invalid annotation key 'a/b/c'"),
+    (_cm(annotations={"note": 1}), "metadata.annotations[note] must be a string, got integer 1 (quote it)"),
+]
+
+
+@pytest.mark.parametrize("manifest,problem", BAD_MANIFESTS)
+def test_manifest_problem_covers_every_rule(manifest, problem):
+    assert problem in v.manifest_problem(manifest)
+
+
+@pytest.mark.parametrize("manifest,problem", BAD_MANIFESTS)
+def test_the_module_names_the_manifest_then_the_same_problem(manifest, problem):
+    with pytest.raises(v.ManifestError) as info:
+        v.validate_manifest(manifest, 3)
+    assert str(info.value) == f"{v.describe(manifest, 3)}: {v.manifest_problem(manifest)}"
+    assert "resources[3]" in str(info.value)
+
+
+@pytest.mark.parametrize("manifest", [
+    _cm(),
+    _cm(namespace="", labels={"app.kubernetes.io/name": "web", "empty": ""}, annotations={"note": "any text: at all"}),
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "system:aggregate-to-admin"}},
+    {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "a.b-c", "namespace": "ns"}},
+])
+def test_valid_manifests_have_no_problem(manifest):
+    assert v.manifest_problem(manifest) is None
+    v.validate_manifest(manifest)
+
+
+def test_is_list_kind():
+    assert v.is_list_kind({"kind": "List", "items": []}) and v.is_list_kind({"kind": "ConfigMapList", "items": [{}]})
+    assert not v.is_list_kind({"kind": "List"}) and not v.is_list_kind({"kind": "Blocklist", "items": []})
+    assert not v.is_list_kind("List") and not v.is_list_kind({"kind": 1, "items": []})
