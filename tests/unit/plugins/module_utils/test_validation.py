@@ -127,3 +127,21 @@ def test_is_list_kind():
     assert v.is_list_kind({"kind": "List", "items": []}) and v.is_list_kind({"kind": "ConfigMapList", "items": [{}]})
     assert not v.is_list_kind({"kind": "List"}) and not v.is_list_kind({"kind": "Blocklist", "items": []})
     assert not v.is_list_kind("List") and not v.is_list_kind({"kind": 1, "items": []})
+
+
+@pytest.mark.parametrize(
+    "manifest,message",
+    [
+        ("x", "not a mapping"),
+        ({"kind": "ConfigMap", "metadata": {"name": "a"}}, "apiVersion"),
+        ({"apiVersion": "v1", "metadata": {"name": "a"}}, "kind"),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}, "metadata.name"),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "a-"}}, "generateName"),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y" * 64}}}, "label value"),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": 1}}}, "must be a string"),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "Bad_NS"}}, "namespace"),
+    ],
+)
+def test_validate_manifest(manifest, message):
+    with pytest.raises(v.ManifestError, match=message):
+        v.validate_manifest(manifest, 0)

@@ -1,14 +1,10 @@
-"""Unit tests for the stack name rule (plugins/module_utils/naming.py) and its filters."""
+"""naming.py: the stack name rule and URL redaction."""
 
-import os
 import re
 import subprocess
 import sys
 
 import pytest
-from ansible.errors import AnsibleFilterError
-from ansible_collections.stacksync.k8s.plugins.filter.redact_url import FilterModule as RedactFilters
-from ansible_collections.stacksync.k8s.plugins.filter.stack_name import FilterModule as StackFilters
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import (
     is_label_value,
     normalize_source,
@@ -19,6 +15,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+# Tokens from an alphabet ("QXZW") that the surrounding URL parts never use.
+TOKEN = st.text(alphabet="QXZW", min_size=6, max_size=40)
+
+
+USER = st.text(alphabet="QXZW", min_size=1, max_size=10)
+
+
+SEGMENT = st.text(alphabet="abcdefghijklmnop0123456789-_.", min_size=1, max_size=20)
+
+
+SCHEME = st.sampled_from(["https", "http", "ssh", "git+ssh"])
 
 
 @pytest.mark.parametrize("url, path, expected", [
@@ -106,13 +115,6 @@ def test_redact_url(url, expected):
     assert redact_url(url) == expected
 
 
-# Tokens from an alphabet ("QXZW") that the surrounding URL parts never use.
-TOKEN = st.text(alphabet="QXZW", min_size=6, max_size=40)
-USER = st.text(alphabet="QXZW", min_size=1, max_size=10)
-SEGMENT = st.text(alphabet="abcdefghijklmnop0123456789-_.", min_size=1, max_size=20)
-SCHEME = st.sampled_from(["https", "http", "ssh", "git+ssh"])
-
-
 @settings(max_examples=300, deadline=None)
 @given(scheme=SCHEME, user=USER, token=TOKEN, host=SEGMENT, parts=st.lists(SEGMENT, min_size=1, max_size=12),
        path=st.lists(SEGMENT, max_size=5))
@@ -141,17 +143,6 @@ def test_always_a_valid_label_value_or_value_error(url, path):
     assert name == stack_name(url, path)
 
 
-def test_filters():
-    stack = StackFilters().filters()["stack_name"]
-    redact = RedactFilters().filters()["redact_url"]
-    assert stack("https://u:t@github.com/acme/infra.git", path="clusters/prod") == "github.com-acme-infra-clusters-prod"
-    assert redact("https://u:t@github.com/acme/infra.git") == "https://github.com/acme/infra.git"
-    with pytest.raises(AnsibleFilterError):
-        stack("")
-    with pytest.raises(AnsibleFilterError):
-        redact(None)
-
-
 def test_naming_module_imports_on_its_own():
     # module_utils must not pull in controller-only code.
     code = ("import sys; sys.path.insert(0, %r); "
@@ -161,19 +152,3 @@ def test_naming_module_imports_on_its_own():
     collections_root = root.rsplit("/ansible_collections/", 1)[0]
     out = subprocess.run([sys.executable, "-c", code % collections_root], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "h-o-r"
-
-
-def test_filter_in_a_playbook(tmp_path):
-    playbook = tmp_path / "pb.yml"
-    playbook.write_text(
-        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
-        "    - ansible.builtin.debug:\n"
-        "        msg: \"{{ 'https://user:S3cretTok@github.com/acme/infra.git' | stacksync.k8s.stack_name(path='clusters/prod') }}"
-        " {{ 'https://user:S3cretTok@github.com/acme/infra.git' | stacksync.k8s.redact_url }}\"\n")
-    ansible_playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    out = subprocess.run([ansible_playbook, "-i", "localhost,", "-c", "local",
-                          "-e", f"ansible_python_interpreter={sys.executable}", str(playbook)],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "github.com-acme-infra-clusters-prod https://github.com/acme/infra.git" in out.stdout
-    assert "S3cretTok" not in out.stdout

@@ -17,10 +17,13 @@ from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible_collections.stacksync.k8s.plugins.module_utils import validation
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOURCE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import render as R
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import render
 
+from tests.conftest import REPO
+from tests.tools.render_bench import write_repo
 from tests.unit.plugins.module_utils.test_validation import BAD_MANIFESTS
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "render"
+FIXTURES = REPO / "tests" / "fixtures" / "render"
 HAVE_KUSTOMIZE = R.default_kustomize_command() is not None
 needs_kustomize = pytest.mark.skipif(not HAVE_KUSTOMIZE, reason="neither kustomize nor kubectl on PATH")
 
@@ -686,3 +689,28 @@ def test_kustomize_messages_under_a_root_are_repository_relative(tmp_path):
     err = render_error(checkout / "apps", root=str(checkout))
     assert err.path == "apps/bad/" and "kustomize failed" in str(err)
     assert "apps/bad" in err.problem and str(tmp_path) not in str(err)
+
+
+# ------------------------------------------------------------------------------------------
+# Rendering at the scale of the acceptance fixture: 2,000 manifests across 200 files. Correctness
+# only; the speed of this same fixture is measured by ``python -m tests.tools.render_bench`` (part of
+# ``make bench``), not asserted by a timed test.
+# ------------------------------------------------------------------------------------------
+
+FILES = 200
+DOCS_PER_FILE = 10
+
+
+@pytest.mark.slow
+def test_2000_manifests_in_200_files_render_completely_and_in_order(tmp_path):
+    write_repo(tmp_path, FILES, DOCS_PER_FILE)
+    manifests = render(str(tmp_path))
+    assert len(manifests) == FILES * DOCS_PER_FILE
+    names = [m["metadata"]["name"] for m in manifests]
+    assert len(set(names)) == len(names)
+    # Files in sorted path order (team-NN/svc-NNN), documents in file order.
+    files = sorted(range(FILES), key=lambda f: (f % 20, f))
+    expected = [f"app-{f}-{d}" for f in files for d in range(DOCS_PER_FILE)]
+    assert names == expected
+    assert all(m["kind"] == "Deployment" and m["metadata"]["namespace"].startswith("team-") for m in manifests)
+    assert render(str(tmp_path)) == manifests
