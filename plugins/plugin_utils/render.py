@@ -289,7 +289,7 @@ class _Unit:
         self.kind = kind
 
 
-def _find_kustomization(dirpath, names):
+def _find_kustomization(names):
     for candidate in KUSTOMIZATION_FILES:
         if candidate in names:
             return candidate
@@ -323,7 +323,7 @@ def collect(base, root, path_filter, recursive=True):
         except OSError as exc:
             raise RenderError("cannot list directory: %s" % exc.strerror, prefix or ".") from exc
         names = {e.name for e in entries}
-        kfile = _find_kustomization(real_dir, names)
+        kfile = _find_kustomization(names)
         if kfile is not None:
             if path_filter.selected(prefix or ".", _join(prefix, kfile)):
                 units.append(_Unit(prefix or ".", real_dir, "kustomize"))
@@ -461,7 +461,7 @@ def check_kustomization_references(kdir, root, rel, visited=None):
     if kdir in visited:
         return
     visited.add(kdir)
-    kfile = _find_kustomization(kdir, set(os.listdir(kdir)))
+    kfile = _find_kustomization(set(os.listdir(kdir)))
     if kfile is None:
         return
     try:
@@ -566,7 +566,8 @@ def _items(doc):
     return [(None, doc)]
 
 
-def _stamp(doc, source):
+def _with_source(doc, source):
+    """A copy of ``doc`` annotated with the file and document it came from (``path#index``)."""
     meta = dict(doc["metadata"])
     annotations = dict(meta.get("annotations") or {})
     annotations[SOURCE_ANNOTATION] = source
@@ -679,5 +680,5 @@ def _render_units(units, root_real, max_file_size, source_annotation, decrypt, t
                 if previous is not None:
                     raise item_err("%s is defined twice (first in %s)" % (oid, previous))
                 seen[oid] = (origin or "") + source + ("" if item_index is None else " item %s" % item_index)
-                manifests.append(_stamp(item, source) if source_annotation else item)
+                manifests.append(_with_source(item, source) if source_annotation else item)
     return manifests

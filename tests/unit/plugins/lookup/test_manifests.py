@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import yaml
@@ -21,21 +20,12 @@ from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible.template import Templar
 from ansible_collections.stacksync.k8s.plugins.lookup import manifests as lookup_module
 
+from tests.unit.plugins.plugin_utils.test_render import write
+
 SOURCE = "stacksync.io/source"
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
 PASSWORD = "correct horse"
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-
-
-def write(root, files):
-    for rel, content in files.items():
-        path = Path(root) / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(textwrap.dedent(content), encoding="utf-8")
-    return Path(root)
 
 
 def encrypt(text):

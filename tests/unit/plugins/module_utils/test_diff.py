@@ -7,12 +7,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHE
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import contains, in_sync, object_diff, redact_secret
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 
-
-def cm(name="c", ns=None, **data):
-    meta = {"name": name}
-    if ns:
-        meta["namespace"] = ns
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data or {"a": "1"}}
+from tests.unit.plugins.module_utils.test_objects import cm
 
 
 def test_contains():

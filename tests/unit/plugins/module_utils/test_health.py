@@ -7,7 +7,7 @@ import os
 
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils import health as hl
-from ansible_collections.stacksync.k8s.plugins.module_utils.health_status import Health
+from ansible_collections.stacksync.k8s.plugins.module_utils.health_status import Health, get_condition
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, is_ready, not_ready_reason
 
@@ -216,3 +216,9 @@ def test_health_is_a_value():
     assert got.failed and not got.ready
     obj = load("configmap")
     assert hl.health(obj) == hl.health(copy.deepcopy(obj))
+
+
+def test_condition_helper():
+    dep = load("deployment-stalled")
+    assert get_condition(dep, "Progressing")["status"] == "False" and get_condition(dep, "Available")["status"] == "False"
+    assert get_condition(dep, "Ready") is None and get_condition({}, "Ready") is None

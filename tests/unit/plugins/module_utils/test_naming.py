@@ -6,11 +6,11 @@ import sys
 
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import (
-    is_label_value,
     normalize_source,
     redact_url,
     stack_name,
 )
+from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,7 +48,7 @@ SCHEME = st.sampled_from(["https", "http", "ssh", "git+ssh"])
 ])
 def test_examples(url, path, expected):
     assert stack_name(url, path) == expected
-    assert is_label_value(expected)
+    assert valid_label_value(expected)
 
 
 def test_same_repo_different_credentials_or_spelling_same_name():
@@ -61,7 +61,7 @@ def test_long_names_are_shortened_with_a_stable_hash():
     url = "https://git.example.com/" + "/".join(f"group{i}" for i in range(20)) + "/repo.git"
     one = stack_name(url, "clusters/prod")
     two = stack_name(url, "clusters/staging")
-    assert len(one) == 63 and is_label_value(one) and LABEL_RE.match(one)
+    assert len(one) == 63 and valid_label_value(one) and LABEL_RE.match(one)
     assert one == stack_name(url, "clusters/prod")  # stable
     assert one != two  # the hash tells them apart although the kept prefix is the same
     assert one[:52] == two[:52]
@@ -72,7 +72,7 @@ def test_shortened_name_does_not_end_in_punctuation():
     # The cut falls right after a '-' or '.'; it must be trimmed before the hash.
     for n in range(40, 60):
         name = stack_name("https://h/" + "a" * n + "-.b" * 10)
-        assert is_label_value(name), name
+        assert valid_label_value(name), name
 
 
 def test_exactly_63_characters_kept_as_is():
@@ -124,7 +124,7 @@ def test_no_credential_survives(scheme, user, token, host, parts, path):
         name = stack_name(url, "/".join(path))
     except ValueError:
         return
-    assert is_label_value(name) and LABEL_RE.match(name) and len(name) <= 63
+    assert valid_label_value(name) and LABEL_RE.match(name) and len(name) <= 63
     assert token.lower() not in name and "q" not in name and "x" not in name and "z" not in name and "w" not in name
     assert token not in redact_url(url) and user + ":" not in redact_url(url)
     # The name does not depend on the credentials at all.
@@ -139,7 +139,7 @@ def test_always_a_valid_label_value_or_value_error(url, path):
     except ValueError:
         assert normalize_source(url, path) == ""
         return
-    assert is_label_value(name) and LABEL_RE.match(name)
+    assert valid_label_value(name) and LABEL_RE.match(name)
     assert name == stack_name(url, path)
 
 

@@ -1,8 +1,8 @@
-"""wait.py: readiness rules, user conditions (JMESPath), the condition helper."""
+"""wait.py: readiness rules and user conditions (JMESPath)."""
 
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
-from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, compile_conditions, condition, evaluate, is_ready, not_ready_reason
+from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, compile_conditions, evaluate, is_ready, not_ready_reason
 
 from tests.unit.plugins.module_utils.test_health import load, oid_of  # recorded objects
 
@@ -41,9 +41,3 @@ def test_user_rule_wins_both_ways():
     rules = compile_conditions([{"kind": "Deployment", "group": "example.com", "expression": "`true`"}])
     with pytest.raises(NotReady):
         is_ready(oid, stalled, rules)
-
-
-def test_condition_helper():
-    dep = load("deployment-stalled")
-    assert condition(dep, "Progressing") == "False" and condition(dep, "Available") == "False"
-    assert condition(dep, "Ready") is None and condition({}, "Ready") is None
