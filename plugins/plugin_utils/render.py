@@ -296,6 +296,26 @@ def _find_kustomization(names):
     return None
 
 
+def _symlink_target(entry, rel, kind, root, recursive):
+    """``(target, is_dir)`` of a symlinked entry that is read, or None when it is skipped.
+
+    A broken link to a manifest, or a link that would be read and leaves ``root``, is refused.
+    """
+    if kind is None and not recursive:
+        return None
+    target = os.path.realpath(entry.path)
+    if not os.path.exists(target):
+        if kind is not None:
+            raise RenderError("broken symlink", rel)
+        return None
+    is_dir = os.path.isdir(target)
+    if (kind is None and not is_dir) or (is_dir and not recursive):
+        return None
+    if not _within(target, root):
+        raise RenderError("symlink points outside the checkout: refused", rel)
+    return target, is_dir
+
+
 def collect(base, root, path_filter, recursive=True):
     """List the units (files and kustomize directories) under ``base``, sorted by relative path.
 
@@ -322,38 +342,23 @@ def collect(base, root, path_filter, recursive=True):
             entries = sorted(os.scandir(real_dir), key=lambda e: e.name)
         except OSError as exc:
             raise RenderError("cannot list directory: %s" % exc.strerror, prefix or ".") from exc
-        names = {e.name for e in entries}
-        kfile = _find_kustomization(names)
+        kfile = _find_kustomization({e.name for e in entries})
         if kfile is not None:
             if path_filter.selected(prefix or ".", _join(prefix, kfile)):
                 units.append(_Unit(prefix or ".", real_dir, "kustomize"))
             return
         for entry in entries:
-            name = entry.name
-            if name.startswith("."):
+            rel = _join(prefix, entry.name)
+            if entry.name.startswith(".") or path_filter.excluded(rel):
                 continue
-            rel = _join(prefix, name)
-            if path_filter.excluded(rel):
-                continue
-            kind = manifest_kind(name)
-            target = entry.path
+            kind = manifest_kind(entry.name)
             if entry.is_symlink():
-                if kind is None and not recursive:
+                found = _symlink_target(entry, rel, kind, root, recursive)
+                if found is None:
                     continue
-                target = os.path.realpath(entry.path)
-                if not os.path.exists(target):
-                    if kind is not None:
-                        raise RenderError("broken symlink", rel)
-                    continue
-                is_dir = os.path.isdir(target)
-                if kind is None and not is_dir:
-                    continue
-                if is_dir and not recursive:
-                    continue
-                if not _within(target, root):
-                    raise RenderError("symlink points outside the checkout: refused", rel)
+                target, is_dir = found
             else:
-                is_dir = entry.is_dir(follow_symlinks=False)
+                target, is_dir = entry.path, entry.is_dir(follow_symlinks=False)
             if is_dir:
                 if recursive:
                     walk(target, rel)
