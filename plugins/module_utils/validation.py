@@ -32,9 +32,6 @@ DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-DNS_1035_LABEL_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-
-
 #: Kinds whose names the API server validates only as path segments (no '/', '%', '.', '..'):
 #: RBAC objects carry names such as ``system:aggregate-to-admin``.
 PATH_SEGMENT_NAME_KINDS = frozenset([
@@ -117,13 +114,10 @@ def invalid_name(group, kind, name):
         return "at most 253 characters, without '/' or '%', not '.' or '..'"
     if (group, kind) in PATH_SEGMENT_NAME_KINDS:
         return None
-    if group == "" and kind == "Namespace":
+    # Services too: kube-apiserver v1.36 takes '1web' (RelaxedServiceNameValidation), refuses 'web.x'
+    if group == "" and kind in ("Namespace", "Service"):
         if len(name) > 63 or not DNS_LABEL_RE.fullmatch(name):
             return "a DNS-1123 label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
-        return None
-    if group == "" and kind == "Service":
-        if len(name) > 63 or not DNS_1035_LABEL_RE.fullmatch(name):
-            return "a DNS-1035 label: at most 63 lowercase letters, digits or '-', starting with a letter"
         return None
     if not DNS_SUBDOMAIN_RE.fullmatch(name):
         return "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
