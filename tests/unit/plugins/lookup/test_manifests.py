@@ -342,3 +342,18 @@ def test_lookup_kustomize_errors_under_a_root_never_name_the_cache(tmp_path):
     message = str(info.value)
     assert message.startswith("stacksync.k8s.manifests: manifests/kust/ (document 2, line "), message
     assert "invalid label value" in message and str(tmp_path) not in message
+
+
+def test_stack_src_error_names_the_repo_file_never_the_cache(tmp_path):
+    """The stack module's ``src`` renders through this lookup: a broken file of a checkout in the controller's
+    cache fails the task with the lookup's message, naming the file in the repository (issue 17)."""
+    checkout = write(cache_checkout(tmp_path), {"manifests/ok.yaml": CM.format(name="ok"),
+                                                "manifests/app.yaml": _three_documents("data: {op: [}\n")})
+    tasks = [{"name": "sync", "stacksync.k8s.stack": {
+        "name": "demo", "src": str(checkout / "manifests"), "render": {"root": str(checkout)},
+        "kubeconfig": str(tmp_path / "never-read")}}]
+    result = run_playbook(tmp_path, tasks)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert '"msg": "stacksync.k8s.manifests: manifests/app.yaml (document 2, line ' in result.stdout, output
+    assert str(checkout) not in output and ".cache" not in output, output
