@@ -12,72 +12,43 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import sys
 
-from ansible import constants as C
 from ansible.errors import AnsibleError
-from ansible.executor.interpreter_discovery import discover_interpreter
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.module_utils.common.parameters import remove_values
-from ansible.module_utils.common.validation import check_type_bool
-from ansible.plugins.action import ActionBase
-from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
-from ansible_collections.stacksync.k8s.plugins.module_utils.common import credential_values, safe_params
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,
-    RunFailed,
     run_stack,
 )
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import (
-    effective_interpreter,
-    interpreter_reason,
-    task_reasons,
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import (
+    ARGS_ENCODER,
+    StackActionBase,
+    validate_args,
+    validation_message,
 )
-
-try:  # ansible-core >= 2.19: arguments may carry data tags; encode them as for a module
-    from ansible.module_utils.common.json import Direction, get_module_encoder
-
-    ARGS_ENCODER = get_module_encoder("legacy", Direction.CONTROLLER_TO_MODULE)
-except ImportError:  # pragma: no cover - ansible-core < 2.19
-    from ansible.parsing.ajson import AnsibleJSONEncoder as ARGS_ENCODER
 
 display = Display()
 
 MODULE = "stacksync.k8s.stack"
-LOOKUP = "stacksync.k8s.manifests"
-DISCOVERED_FACT = "discovered_interpreter_python"
 RESOURCES_FILE = "stacksync-resources.json"
 
 
 def validation_error(validated):
     """The message AnsibleModule would fail with for a failed validation, or None."""
-    if not validated.error_messages:
-        return None
-    msg = validated.errors.msg
-    if type(validated.errors.errors[0]).__name__ == "UnsupportedError":
-        msg = "Unsupported parameters for (%s) module: %s" % (MODULE, msg)
-    return msg
+    return validation_message(validated, MODULE)
 
 
 def validate(args):
-    """The arguments validated with the module's spec, as ``ArgumentSpecValidator.validate`` would.
-
-    The validator deep-copies every parameter; thousands of manifests that are already mappings
-    (what ``resources`` must hold) are validated as an empty list and then put back as they are.
-    """
-    resources = args.get("resources")
-    plain = isinstance(resources, list) and resources and all(isinstance(r, dict) for r in resources)
-    validator = ArgumentSpecValidator(ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE)
-    validated = validator.validate(dict(args, resources=[]) if plain else args)
-    if plain and not validated.error_messages:
-        validated.validated_parameters["resources"] = resources
-    return validated
+    """The arguments validated with the module's spec (:func:`.stack_action.validate_args`)."""
+    return validate_args(args, ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE)
 
 
-class ActionModule(ActionBase):
+class ActionModule(StackActionBase):
+
+    MODULE = MODULE
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    MUTUALLY_EXCLUSIVE = MUTUALLY_EXCLUSIVE
 
     TRANSFERS_FILES = False
     _supports_check_mode = True
@@ -149,61 +120,6 @@ class ActionModule(ActionBase):
         args.pop("resources", None)
         return args
 
-    def _render(self, src, options, task_vars):
-        """The manifests under ``src``, rendered by the manifests lookup (templates, vault, kustomize)."""
-        lookup = lookup_loader.get(LOOKUP, loader=self._loader, templar=self._templar)
-        kwargs = dict((k, v) for k, v in options.items() if v is not None)
-        return lookup.run([src], variables=task_vars, **kwargs)
-
-    def _module_process_reasons(self, task_vars):
-        enabled = task_vars.get("stacksync_in_process", True)
-        if isinstance(enabled, str):
-            enabled = self._templar.template(enabled)
-        reasons = task_reasons(
-            getattr(self._connection, "transport", None), become=self._play_context.become,
-            async_val=self._task.async_val, delegate_to=self._task.delegate_to, environment=self._task.environment,
-            enabled=check_type_bool(enabled))
-        if reasons:  # the module process resolves (and if need be discovers) its interpreter itself
-            return reasons
-        interpreter, how = self._effective_interpreter(task_vars)
-        reason = interpreter_reason(interpreter, sys.executable, how)
-        return [reason] if reason else []
-
-    def _effective_interpreter(self, task_vars):
-        """The Python a module process would run under (``(path, how it was set)``), as ansible-core resolves it;
-        runs interpreter discovery, as a module run would, when it is needed and has not run for the host yet."""
-        configured, origin = C.config.get_config_value_and_origin("INTERPRETER_PYTHON", variables=task_vars)
-        if isinstance(configured, str):
-            configured = self._templar.template(configured)
-        facts = task_vars.get("ansible_facts") or {}
-        interpreter, how = effective_interpreter(
-            configured, origin, discovered=facts.get(DISCOVERED_FACT),
-            remote_is_local=bool(getattr(self._connection, "_remote_is_local", False)),
-            playbook_python=task_vars.get("ansible_playbook_python"))
-        if interpreter is None:
-            mode = (configured or "auto").strip() or "auto"
-            interpreter = discover_interpreter(action=self, interpreter_name="python", discovery_mode=mode,
-                                               task_vars=task_vars)
-            # as ActionBase._configure_module does: the module process (if any) uses it, and the fact goes back
-            task_vars.setdefault("ansible_facts", {})[DISCOVERED_FACT] = interpreter
-            self._discovered_interpreter_key = DISCOVERED_FACT
-            self._discovered_interpreter = interpreter
-        return interpreter, how
-
-    def _run_in_process(self, params, validated):
-        """The module's result, computed here: same checks, warnings, invocation and no_log masking."""
-        # plain values, as a module process would receive them (ansible-core 2.19 tags templated values)
-        params = json.loads(json.dumps(params, cls=ARGS_ENCODER))
-        warnings = ["Both option %s and its alias %s are set." % (w["option"], w["alias"])
-                    for w in getattr(validated, "_warnings", [])]
-        no_log_values = set(getattr(validated, "_no_log_values", set())) | credential_values(params)
-        try:
-            result = run_stack(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff),
-                               warn=warnings.append, verbosity=display.verbosity)
-        except RunFailed as e:
-            result = dict(e.result, failed=True, msg=e.msg)
-        result.setdefault("changed", False)
-        result["invocation"] = {"module_args": safe_params(params, ARGUMENT_SPEC)}
-        if warnings:
-            result["warnings"] = warnings
-        return remove_values(result, no_log_values)
+    def _runner(self, params, warn):
+        return run_stack(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff), warn=warn,
+                         verbosity=display.verbosity)

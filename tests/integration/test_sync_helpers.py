@@ -133,13 +133,27 @@ class Run:
         return "--- stdout ---\n" + self.stdout[-n:] + "\n--- stderr ---\n" + self.stderr[-n:]
 
     def summaries(self):
-        """Lines of the role's summary task, per host (from the default callback's output)."""
+        """Lines of the sync's summary per host (printed at the end by stacksync.k8s.sources), unindented once:
+        the table's lines, then per stack ``<stack>:`` and its details indented by two spaces."""
         out = {}
-        for m in re.finditer(r"TASK \[stacksync\.k8s\.sync : Summary of the sync\][^\n]*\n(.*?)(?=\nTASK \[|\nPLAY |\Z)",
-                             self.stdout, re.S):
-            block = m.group(1)
-            for hm in re.finditer(r"^ok: \[(?P<host>[^\]]+)\] => (?P<json>\{.*?\n\})", block, re.M | re.S):
-                out[hm["host"]] = json.loads(hm["json"])["msg"]
+        for m in re.finditer(r"^stacksync summary \[(?P<host>[^\]]+)\][^\n]*\n(?P<body>(?:  [^\n]*\n?)*)",
+                             self.stdout, re.M):
+            out[m["host"]] = [line[2:] for line in m["body"].splitlines()]
+        return out
+
+    def summary_rows(self):
+        """The summary table per host: ``{host: {stack: {column: value}}}`` (columns lower-cased)."""
+        out = {}
+        for host, lines in self.summaries().items():
+            start = next(i for i, line in enumerate(lines) if line.startswith("STACK "))
+            header = lines[start].lower().split()
+            rows = {}
+            for line in lines[start + 1:]:
+                if line.startswith(" ") or line.endswith(":"):
+                    break
+                cells = line.split(None, len(header) - 1)
+                rows[cells[0]] = dict(zip(header, cells))
+            out[host] = rows
         return out
 
 

@@ -138,6 +138,12 @@ def assert_ok(run, *hosts):
         assert run.recap[host]["failed"] == 0 and run.recap[host]["unreachable"] == 0, run.tail()
 
 
+def counts(row):
+    """A summary row's commit, created, configured, unchanged, pruned and skipped counts, and result."""
+    return (row["commit"], *(int(row[k]) for k in ("created", "configured", "unchanged", "pruned", "skipped")),
+            row["result"])
+
+
 def test_first_sync_creates_everything_on_both_clusters(env_repos):
     env = env_repos
     run = env.sync()
@@ -159,10 +165,9 @@ def test_first_sync_creates_everything_on_both_clusters(env_repos):
         assert b1["metadata"]["labels"]["stacksync.io/stack"] == env.apps_stack
         web = env.get(cluster, "/apis/apps/v1/namespaces/beta/deployments/web")
         assert web["spec"]["replicas"] == 1
-        lines = summaries[cluster]
-        expected = f"{env.platform_stack} @ {platform_sha[:12]}: created 5, configured 0, unchanged 0, pruned 0, skipped 0"
-        assert any(line.startswith(expected) for line in lines), lines
-        assert any(line.startswith(env.apps_stack + " @ ") and "created 3" in line for line in lines), lines
+        rows = run.summary_rows()[cluster]
+        assert counts(rows[env.platform_stack]) == (platform_sha[:12], 5, 0, 0, 0, 0, "ok"), summaries[cluster]
+        assert rows[env.apps_stack]["created"] == "3", summaries[cluster]
     env.steps.append("first")
 
 
@@ -174,7 +179,8 @@ def test_second_sync_is_a_no_op_on_every_host(env):
     for cluster, handle in env.clusters.items():
         assert run.recap[cluster]["changed"] == 0, run.tail()
         assert writes_since(handle, marks[cluster]) == []
-        assert any("unchanged 5, pruned 0" in line for line in run.summaries()[cluster])
+        row = run.summary_rows()[cluster][env.platform_stack]
+        assert counts(row)[1:] == (0, 0, 5, 0, 0, "ok"), run.summaries()[cluster]
     env.steps.append("noop")
 
 
@@ -201,8 +207,7 @@ def test_change_in_git_is_applied_to_both_clusters(env):
         assert env.configmap(cluster, "alpha", "a1")["data"] == {"v": "2"}
         assert env.get(cluster, "/apis/apps/v1/namespaces/beta/deployments/web")["spec"]["replicas"] == 3
         lines = run.summaries()[cluster]
-        assert any(line.startswith(env.platform_stack + " @ ") and "configured 1, unchanged 4" in line
-                   for line in lines), lines
+        assert counts(run.summary_rows()[cluster][env.platform_stack])[2:4] == (1, 4), lines
         assert "  configured ConfigMap alpha/a1" in lines
     env.steps.append("change")
 
@@ -217,7 +222,7 @@ def test_removal_from_git_prunes_exactly_that_object(env):
         assert env.configmap(cluster, "alpha", "a2") is None
         assert env.configmap(cluster, "alpha", "a1") is not None
         lines = run.summaries()[cluster]
-        assert any(line.startswith(env.platform_stack + " @ ") and "pruned 1" in line for line in lines), lines
+        assert counts(run.summary_rows()[cluster][env.platform_stack])[4] == 1, lines
         assert [line for line in lines if line.startswith("  pruned ")] == ["  pruned ConfigMap alpha/a2"]
     env.steps.append("removal")
 
@@ -263,8 +268,7 @@ def test_check_mode_writes_nothing_and_reports_the_change(env):
         assert env.configmap(cluster, "alpha", "mover") is not None
         lines = run.summaries()[cluster]
         assert lines[0].startswith("check mode"), lines
-        assert any(line.startswith(env.platform_stack + " @ ") and "created 1, configured 1" in line
-                   for line in lines), lines
+        assert counts(run.summary_rows()[cluster][env.platform_stack])[1:3] == (1, 1), lines
         assert "  pruned ConfigMap alpha/mover" in lines
         assert run.recap[cluster]["changed"] > 0  # what a real run would change
     assert re.search(r'"v": "3"|v: .?3', run.stdout), "no diff shown"
@@ -293,8 +297,8 @@ def test_unreachable_cluster_fails_alone(env, tmp_path):
     assert env.configmap("cluster-a", "alpha", "a3") is not None
     assert env.configmap("cluster-a", "alpha", "mover") is None
     # the failed one still reports, and nothing was pruned there
-    lines = run.summaries()["cluster-b"]
-    assert any("FAILED" in line and "(pruning not run)" in line for line in lines), lines
+    row = run.summary_rows()["cluster-b"][env.platform_stack]
+    assert row["result"] == "FAILED (pruning not run)", run.summaries()["cluster-b"]
     assert env.configmap("cluster-b", "alpha", "mover") is not None
     env.steps.append("unreachable")
 
@@ -312,6 +316,6 @@ def test_state_absent_deletes_a_whole_stack_without_its_repo(env):
         assert env.configmap(cluster, "beta", "b1") is None
         assert env.get(cluster, "/apis/apps/v1/namespaces/beta/deployments/web") is None
         assert env.configmap(cluster, "alpha", "a1") is not None  # the other stack is untouched
-        lines = run.summaries()[cluster]
-        assert any(line.startswith(env.apps_stack + " @ ?: ") and "pruned" in line for line in lines), lines
+        row = run.summary_rows()[cluster][env.apps_stack]
+        assert (row["commit"], row["result"]) == ("-", "deleted") and int(row["pruned"]) > 0, run.summaries()[cluster]
     env.steps.append("absent")

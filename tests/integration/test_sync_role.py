@@ -108,7 +108,7 @@ def test_check_mode_on_a_fresh_stack_changes_nothing(setup, kube, tmp_path):
     run = run_playbook(inventory, dict(variables, stacksync_repo=repo.url, stacksync_path="manifests",
                                        stacksync_stack=stack), "--check")
     assert run.rc == 0, run.tail()
-    assert any("created 1" in line for line in run.summaries()["the-cluster"])
+    assert run.summary_rows()["the-cluster"][stack]["created"] == "1", run.tail()
     client = build_client({"kubeconfig": kube.kubeconfig})[0]
     assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/dry-run") is None
 
@@ -152,11 +152,11 @@ def test_changed_is_reported_when_some_objects_are_skipped(setup, kube, tmp_path
     try:
         run = run_playbook(inventory, extra)
         assert run.rc == 0, run.tail()
-        lines = run.summaries()["the-cluster"]
-        assert any("created 2" in line and "skipped 1" in line for line in lines), lines
-        # the apply task itself must be reported changed (not "skipping"), whatever the git tasks did
-        block = run.stdout.split("TASK [stacksync.k8s.sync : Apply the manifests of every stack]", 1)[1].split("\nTASK [", 1)[0]
-        assert "changed: [the-cluster] => (item=" in block, block
+        row = run.summary_rows()["the-cluster"][extra["stacksync_stack"]]
+        assert (row["created"], row["skipped"]) == ("2", "1"), run.summaries()
+        # the sync task itself must be reported changed (not "skipping")
+        block = run.stdout.split("TASK [stacksync.k8s.sync : Fetch, render, apply and prune every source]", 1)[1]
+        assert "changed: [the-cluster]" in block.split("\nTASK [", 1)[0], block
     finally:
         with contextlib.suppress(Exception):
             build_client({"kubeconfig": kube.kubeconfig})[0].delete("/api/v1/namespaces/" + ns)
@@ -226,10 +226,11 @@ def test_single_source_applies_and_prunes_in_one_run(setup, kube, tmp_path):
         assert r["pruning"] == "done" and r["changed"] and not r["failed"], r
         assert [o["name"] for o in r["pruned"]] == ["gone"], r
         assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/gone") is None
-        # one module run: the prune task was skipped
-        block = run.stdout.split("TASK [stacksync.k8s.sync : Prune what left the sources", 1)[1].split("\nTASK [", 1)[0]
-        assert "skipping: [the-cluster]" in block and "changed: [the-cluster]" not in block, block
-        assert any("pruned 1" in line and "pruning" not in line for line in run.summaries()["the-cluster"])
+        # one module run (phase all): a start line and one end line that counts the pruned object too
+        said = [line for line in run.stdout.splitlines() if line.startswith(f"stacksync [the-cluster] stack {stack}: ")]
+        assert len(said) == 2 and said[1].endswith(" s") and "unchanged 2, pruned 1, skipped 0" in said[1], said
+        row = run.summary_rows()["the-cluster"][stack]
+        assert (row["pruned"], row["result"]) == ("1", "ok"), run.summaries()
 
         # an empty source is refused by the prune part: reported as a pruning failure, as with two runs
         for path in (tmp_path / "repo/manifests").iterdir():

@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One run of the ``stacksync.k8s.stack_info`` module, shared by the module and by its action plugin.
+
+As for ``stack`` (:mod:`.runner`): the module runs it in its own process, the action plugin in the
+controller's process when the task would run the module there with the same Python anyway. Both
+validate their parameters with :data:`ARGUMENT_SPEC` (and :data:`MUTUALLY_EXCLUSIVE`) first.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import traceback
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
+    AUTH_ARG_SPEC,
+    CLIENT_REQUIREMENTS,
+    AuthError,
+    build_client,
+)
+from ansible_collections.stacksync.k8s.plugins.module_utils.common import missing_requirement
+from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RENDER_SPEC, RunFailed
+
+#: ``name``, ``resources``, ``src``, ``render`` and the options that change what the next sync would do
+#: mean what they mean for ``stack`` (:data:`.runner.ARGUMENT_SPEC`), with the same defaults, except that
+#: ``resources`` has none: without a desired set, the stack's live objects are reported as they are.
+ARGUMENT_SPEC = dict(
+    name=dict(type="str", required=True),
+    resources=dict(type="list", elements="dict"),
+    src=dict(type="path"),
+    render=dict(type="dict", options=RENDER_SPEC),
+    namespace=dict(type="str"),
+    field_manager=dict(type="str", default="stacksync"),
+    takeover_managers=dict(type="list", elements="str"),
+    record_namespace=dict(type="str", default="kube-system"),
+    full_prune_scan=dict(type="bool", default=False),
+    concurrency=dict(type="int", default=16),
+    discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
+)
+ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
+
+MUTUALLY_EXCLUSIVE = [("resources", "src")]
+
+SRC_WITHOUT_ACTION = ("src is rendered on the controller by the stacksync.k8s.stack_info action plugin; "
+                      "this module was run without it (pass the manifests in resources instead)")
+
+
+def run_stack_info(params, warn=None):
+    """The report on the stack described by validated ``params`` (the module's return values).
+
+    ``warn(message)`` receives each warning (``module.warn`` in the module). Raises :class:`.runner.RunFailed`
+    when the report cannot be made.
+    """
+    warn = warn or (lambda message: None)
+    problem = missing_requirement(dict(CLIENT_REQUIREMENTS))
+    if problem:
+        raise RunFailed(problem[0], dict(exception=problem[1]))
+    if params.get("src") is not None:
+        raise RunFailed(SRC_WITHOUT_ACTION, {})
+    try:
+        client, context_namespace = build_client(params, maxsize=max(params["concurrency"], 1))
+    except AuthError as e:
+        raise RunFailed(str(e), {}) from None
+    try:
+        opts = options_from_params(params, context_namespace, check_mode=True)
+        report = StackManager(client, params["name"], opts=opts).inspect(params["resources"])
+    except (StackError, OptionError) as e:
+        raise RunFailed(str(e), {}) from None
+    except Exception as e:  # an unexpected bug: say what failed, never dump objects
+        raise RunFailed("stack %r: unexpected error: %s" % (params["name"], e),
+                        dict(exception=traceback.format_exc())) from None
+    finally:
+        client.close()
+    for warning in report.pop("warnings"):
+        warn(warning)
+    return dict(report, changed=False)

@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Git checkouts of the sources, on the controller, with the ``git`` command.
+
+One directory per repository and version under the cache directory (the same names role
+``stacksync.k8s.source`` uses). The repository URL is given to each ``git fetch`` and never stored in
+the checkout (no ``origin`` remote), so credentials in a URL stay out of the cache. A checkout is
+fetched once per ``token`` (the action plugin's: this ``ansible-playbook`` run, see :func:`run_token`, and
+the task): every host the task runs for, in any fork, syncs the same commit, and the git work is done once. A lock file serialises forks working on one checkout.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import fcntl
+import hashlib
+import os
+import re
+import subprocess
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url, stack_name
+
+MARKER = "stacksync-fetched"  # in the checkout's .git directory: the run token of the last fetch
+_SHA_RE = re.compile(r"^[0-9a-fA-F]{4,40}$")
+_ALL_REFS = ("+refs/heads/*:refs/stacksync/heads/*", "+refs/tags/*:refs/stacksync/tags/*")
+GIT_TIMEOUT = 600
+
+
+class CheckoutError(Exception):
+    """A checkout failed; the message never holds the credentials of the URL."""
+
+
+def checkout_dir(cache_dir, repo, version):
+    """The checkout directory of ``repo`` at ``version`` under ``cache_dir`` (as role stacksync.k8s.source names it)."""
+    digest = hashlib.sha256(("%s#%s" % (redact_url(repo), version)).encode("utf-8")).hexdigest()[:16]
+    return os.path.join(os.path.expanduser(cache_dir), "%s-%s" % (stack_name(repo)[:40], digest))
+
+
+def run_token():
+    """This ansible-playbook run: the process that forked the workers (its pid and, on Linux, its start time)."""
+    ppid = os.getppid()
+    try:
+        with open("/proc/%d/stat" % ppid) as f:
+            started = f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        started = ""
+    return "%d:%s" % (ppid, started)
+
+
+def redact(text, repo):
+    """``text`` (git's output) without the credentials of ``repo`` or of any URL."""
+    return redact_url(text.replace(repo, redact_url(repo))).strip()
+
+
+class Git:
+    """``git`` in one directory; ``run`` raises :class:`CheckoutError` with the redacted output."""
+
+    def __init__(self, cwd, repo, timeout=GIT_TIMEOUT):
+        self.cwd, self.repo, self.timeout = cwd, repo, timeout
+
+    def run(self, *args):
+        env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+        try:
+            proc = subprocess.run(("git", *args), cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=self.timeout, check=False)
+        except OSError as e:
+            raise CheckoutError("cannot run git: %s" % e) from None
+        except subprocess.TimeoutExpired:
+            raise CheckoutError("git %s of %s did not finish within %d s"
+                                % (args[0], redact_url(self.repo), self.timeout)) from None
+        if proc.returncode != 0:
+            raise CheckoutError(redact(proc.stderr or proc.stdout or "git %s failed" % args[0], self.repo))
+        return proc.stdout.strip()
+
+    def fetch_commit(self, version):
+        """Fetch ``version`` (a branch, tag, full or abbreviated commit, or ``HEAD``) and return its commit."""
+        try:
+            self.run("fetch", "--quiet", "--force", "--no-tags", self.repo, version)
+            return self.run("rev-parse", "--verify", "--quiet", "FETCH_HEAD^{commit}")
+        except CheckoutError:
+            if not _SHA_RE.match(version):
+                raise
+        # an abbreviated commit (or a server that does not serve commits by id): every branch and tag
+        self.run("fetch", "--quiet", "--force", "--prune", "--no-tags", self.repo, *_ALL_REFS)
+        try:
+            return self.run("rev-parse", "--verify", "--quiet", "%s^{commit}" % version)
+        except CheckoutError:
+            raise CheckoutError("no branch, tag or commit %s in %s" % (version, redact_url(self.repo))) from None
+
+
+def _locked(path):
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except IOError as e:
+        if e.errno != errno.ENOENT:
+            raise
+        return ""
+
+
+def checkout(repo, version, cache_dir, token=None):
+    """Check out ``version`` of ``repo`` under ``cache_dir``; ``{"dir", "commit", "fetched"}``.
+
+    With ``token`` (see :func:`run_token`) a checkout already fetched under the same token is reused as it is.
+    """
+    dest = checkout_dir(cache_dir, repo, version)
+    os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
+    fd = _locked(dest + ".lock")
+    try:
+        git = Git(dest, repo)
+        marker = os.path.join(dest, ".git", MARKER)
+        if not os.path.isdir(os.path.join(dest, ".git")):
+            os.makedirs(dest, mode=0o700, exist_ok=True)
+            git.run("init", "--quiet")
+        elif token and _read(marker) == token:
+            return {"dir": dest, "commit": git.run("rev-parse", "HEAD"), "fetched": False}
+        commit = git.fetch_commit(version)
+        git.run("checkout", "--quiet", "--force", "--detach", commit)
+        git.run("clean", "--quiet", "-ffdx")
+        with open(marker, "w") as f:
+            f.write(token or "")
+        return {"dir": dest, "commit": commit, "fetched": True}
+    finally:
+        os.close(fd)

@@ -1,0 +1,218 @@
+"""Module ``stacksync.k8s.sources`` through role ``stacksync.k8s.sync``: stacks that depend on stacks, what a
+failed or invalid dependency does, what a run prints, and its ``set_stats`` data. Simulator and real server."""
+
+import contextlib
+import uuid
+
+import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
+
+try:
+    from .test_sync_helpers import GitRepo, clean_env, configmap, namespace, run_playbook, sim_of, write_inventory
+except ImportError:  # rootdir-relative import (tests/integration is not a package)
+    from test_sync_helpers import GitRepo, clean_env, configmap, namespace, run_playbook, sim_of, write_inventory
+
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+
+
+def crd(group, kind, plural):
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": kind + "List"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                     "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                         "size": {"type": "integer", "default": 1}}}}}}}]},
+    }
+
+
+@pytest.fixture
+def env(tmp_path, kube):
+    suffix = uuid.uuid4().hex[:6]
+    client = build_client({"kubeconfig": kube.kubeconfig})[0]
+    inventory = write_inventory(tmp_path / "hosts.yml", {"the-cluster": {"stacksync_kubeconfig": kube.kubeconfig}})
+    cleanup = []
+    yield tmp_path, suffix, client, inventory, cleanup
+    for path in reversed(cleanup):
+        with contextlib.suppress(Exception):
+            client.delete(path)
+
+
+def sync(tmp_path, inventory, sources, *args, env=None):
+    return run_playbook(inventory, {"stacksync_sources": sources, "stacksync_cache_dir": str(tmp_path / "cache"),
+                                    "stacksync_discovery_cache_dir": ""}, *args, env=env)
+
+
+def said(run, stack):
+    """The lines the run printed about ``stack`` as it went (start and end of each of its runs)."""
+    prefix = f"stacksync [the-cluster] stack {stack}: "
+    return [line[len(prefix):] for line in run.stdout.splitlines() if line.startswith(prefix)]
+
+
+def writes(kube, since, path=""):
+    """Write requests the simulator served after index ``since`` of its log (dry runs excluded) whose path
+    contains ``path``."""
+    return [r for r in list(sim_of(kube).requests)[since:] if r["method"] in WRITES
+            and "dryRun" not in (r.get("query") or {}) and path in r["path"]]
+
+
+def test_a_stack_is_applied_after_the_stacks_it_depends_on_are_healthy(env, kube):
+    tmp_path, suffix, client, inventory, cleanup = env
+    group, ns = f"s{suffix}.example.com", f"deps-{suffix}"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("infra/crd.yaml", crd(group, "Gadget", "gadgets"))
+    repo.write("apps/ns.yaml", namespace(ns))
+    repo.write("apps/gadget.yaml", {"apiVersion": f"{group}/v1", "kind": "Gadget",
+                                    "metadata": {"name": "g1", "namespace": ns}, "spec": {"size": 3}})
+    repo.commit("infra and apps")
+    cleanup += [f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.{group}", f"/api/v1/namespaces/{ns}"]
+    infra, apps = f"infra-{suffix}", f"apps-{suffix}"
+    # apps comes first in the list: without depends_on its Gadget would be applied before the CRD exists
+    sources = [{"repo": repo.url, "path": "apps", "stack": apps, "depends_on": [infra]},
+               {"repo": repo.url, "path": "infra", "stack": infra}]
+    mark = len(sim_of(kube).requests) if kube.is_sim else 0
+    run = sync(tmp_path, inventory, sources)
+    assert run.rc == 0, run.tail()
+    gadget = client.get(f"/apis/{group}/v1/namespaces/{ns}/gadgets/g1")
+    assert gadget["metadata"]["labels"]["stacksync.io/stack"] == apps and gadget["spec"]["size"] == 3
+    assert said(run, infra)[0].startswith("applying 1 objects from ") and said(run, infra)[0].endswith(
+        ", then waiting until they are healthy")
+    lines = run.stdout.splitlines()
+    assert lines.index(f"stacksync [the-cluster] stack {infra}: " + said(run, infra)[1]) < lines.index(
+        f"stacksync [the-cluster] stack {apps}: " + said(run, apps)[0]), run.tail()
+    rows = run.summary_rows()["the-cluster"]
+    assert list(rows) == [infra, apps] and rows[apps]["created"] == "2" and rows[infra]["result"] == "ok", rows
+    if kube.is_sim:  # the request log: every write of infra came before the first write of apps
+        crd_writes = writes(kube, mark, f"/customresourcedefinitions/gadgets.{group}")
+        app_writes = writes(kube, mark, f"/namespaces/{ns}")
+        assert crd_writes and app_writes
+        assert max(r["time"] for r in crd_writes) < min(r["time"] for r in app_writes)
+
+    # the control: the same sources without depends_on, on new names, fail in apps (the kind is unknown then)
+    group2, ns2 = f"t{suffix}.example.com", f"nodeps-{suffix}"
+    repo.write("infra2/crd.yaml", crd(group2, "Gadget", "gadgets"))
+    repo.write("apps2/ns.yaml", namespace(ns2))
+    repo.write("apps2/gadget.yaml", {"apiVersion": f"{group2}/v1", "kind": "Gadget",
+                                     "metadata": {"name": "g1", "namespace": ns2}})
+    repo.commit("control")
+    cleanup += [f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.{group2}", f"/api/v1/namespaces/{ns2}"]
+    run = sync(tmp_path, inventory, [{"repo": repo.url, "path": "apps2", "stack": apps + "-c"},
+                                     {"repo": repo.url, "path": "infra2", "stack": infra + "-c"}])
+    assert run.rc != 0 and run.summary_rows()["the-cluster"][apps + "-c"]["result"].startswith("FAILED"), run.tail()
+
+
+def test_a_failed_dependency_blocks_its_dependents_and_nothing_is_pruned(env, kube):
+    tmp_path, suffix, client, inventory, cleanup = env
+    ns = f"blocked-{suffix}"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("infra/ns.yaml", namespace(ns))
+    repo.write("infra/old.yaml", configmap("old", ns, {"k": "v"}))
+    repo.write("apps/cm.yaml", configmap("app", ns, {"k": "v"}))
+    repo.commit("first")
+    cleanup.append(f"/api/v1/namespaces/{ns}")
+    infra, apps = f"infra-{suffix}", f"apps-{suffix}"
+    sources = [{"repo": repo.url, "path": "infra", "stack": infra}, {"repo": repo.url, "path": "apps", "stack": apps}]
+    assert sync(tmp_path, inventory, sources).rc == 0
+    # infra now holds an object of a kind the API server does not serve, and no longer holds `old`; apps changed
+    repo.remove("infra/old.yaml")
+    repo.write("infra/bad.yaml", {"apiVersion": "nowhere.example.com/v1", "kind": "Nothing",
+                                  "metadata": {"name": "bad", "namespace": ns}})
+    repo.write("apps/cm.yaml", configmap("app", ns, {"k": "changed"}))
+    repo.commit("bad infra")
+    sources[1]["depends_on"] = [infra]
+    run = sync(tmp_path, inventory, sources)
+    assert run.rc != 0 and run.recap["the-cluster"]["failed"] == 1, run.tail()
+    assert client.get(f"/api/v1/namespaces/{ns}/configmaps/app")["data"] == {"k": "v"}  # apps not applied
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/old") is not None  # nothing pruned
+    assert said(run, apps) == [f"not applied: it depends on {infra}, which failed"]
+    rows = run.summary_rows()["the-cluster"]
+    assert rows[infra]["result"] == "FAILED (pruning not run)", rows
+    assert rows[apps]["result"] == f"not applied: it depends on {infra}, which failed", rows
+    # the error is the failed task's message, and is not repeated by the lines and the summary
+    fatal = [line for line in run.stdout.splitlines() if line.startswith("fatal: [the-cluster]")]
+    assert len(fatal) == 1 and f"stack {infra}: " in fatal[0] and "nowhere.example.com" in fatal[0], run.tail()
+    assert "nowhere.example.com" not in "\n".join(said(run, infra) + run.summaries()["the-cluster"])
+
+
+@pytest.mark.parametrize("deps, message", [
+    ({"a": ["b"], "b": ["a"]}, "dependency cycle between stacks {a}, {b}, {a}"),
+    ({"a": ["nope"]}, "stack {a} depends on 'nope', which is not a stack of this sync"),
+])
+def test_a_dependency_cycle_or_a_missing_name_fails_before_any_write(env, kube, deps, message):
+    tmp_path, suffix, client, inventory, cleanup = env
+    ns = f"cycle-{suffix}"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("a/ns.yaml", namespace(ns))
+    repo.write("b/cm.yaml", configmap("b", ns, {"k": "v"}))
+    repo.commit("first")
+    cleanup.append(f"/api/v1/namespaces/{ns}")
+    names = {"a": f"a-{suffix}", "b": f"b-{suffix}"}
+    sources = [{"repo": repo.url, "path": k, "stack": names[k], "depends_on": [names.get(d, d) for d in v]}
+               for k, v in deps.items()]
+    mark = len(sim_of(kube).requests) if kube.is_sim else 0
+    run = sync(tmp_path, inventory, sources)
+    assert run.rc != 0 and message.format(**names) in run.output, run.tail()
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}") is None
+    assert not (tmp_path / "cache").exists()  # not even fetched
+    if kube.is_sim:
+        assert writes(kube, mark) == []
+
+
+def test_a_run_prints_little_and_hands_its_counts_to_set_stats(env, kube):
+    tmp_path, suffix, _client, inventory, cleanup = env
+    ns = f"quiet-{suffix}"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("one/ns.yaml", namespace(ns))
+    repo.write("two/a.yaml", configmap("a", ns, {"k": "v"}))
+    repo.write("two/b.yaml", configmap("b", ns, {"k": "v"}))
+    repo.commit("first")
+    cleanup.append(f"/api/v1/namespaces/{ns}")
+    one, two = f"one-{suffix}", f"two-{suffix}"
+    sources = [{"repo": repo.url, "path": "one", "stack": one}, {"repo": repo.url, "path": "two", "stack": two}]
+    run = sync(tmp_path, inventory, sources, env=clean_env(ANSIBLE_SHOW_CUSTOM_STATS="true"))
+    assert run.rc == 0, run.tail()
+    tasks = [line for line in run.stdout.splitlines() if line.startswith("TASK [")]
+    assert len(tasks) <= 5, tasks  # include, argument spec, check, the sync, the failure report (skipped)
+    assert said(run, one)[0].startswith("applying 1 objects from ") and said(run, one)[1].startswith(
+        "created 1, configured 0, unchanged 0, skipped 0 in ")
+    assert said(run, two)[1].startswith("created 2, configured 0, unchanged 0, skipped 0 in ")
+    assert said(run, two)[2].startswith("pruned 0 objects in ") and said(run, one)[2].startswith("pruned 0 objects in ")
+    # pruned in the reverse order of the applies
+    lines = run.stdout.splitlines()
+    assert lines.index(f"stacksync [the-cluster] stack {two}: " + said(run, two)[2]) < lines.index(
+        f"stacksync [the-cluster] stack {one}: " + said(run, one)[2])
+    stats = run.stdout.split("CUSTOM STATS:", 1)[1]
+    assert f'"{one}"' in stats and f'"{two}"' in stats and '"the-cluster"' in stats, stats
+    # a no-op says so in the same few lines
+    run = sync(tmp_path, inventory, sources)
+    assert run.rc == 0 and run.recap["the-cluster"]["changed"] == 0, run.tail()
+    assert said(run, two)[1].startswith("created 0, configured 0, unchanged 2, skipped 0 in ")
+
+
+def test_every_host_of_a_run_syncs_the_commit_fetched_once(env, kube):
+    tmp_path, suffix, client, _inventory, cleanup = env
+    hosts = [f"h{i}" for i in range(3)]
+    for host in hosts:
+        client.create("/api/v1/namespaces", namespace(f"{host}-{suffix}"))
+        cleanup.append(f"/api/v1/namespaces/{host}-{suffix}")
+    inventory = write_inventory(tmp_path / "hosts.yml", {h: {"stacksync_kubeconfig": kube.kubeconfig} for h in hosts})
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("m/cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"v": "0"}})
+    repo.commit("first")
+    # one source for every host, templated per host: its own stack and namespace on the one cluster
+    sources = [{"repo": repo.url, "path": "m", "stack": "fetch-{{ inventory_hostname }}-" + suffix,
+                "namespace": "{{ inventory_hostname }}-" + suffix}]
+    for version in ("1", "2"):
+        repo.write("m/cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                                 "data": {"v": version}})
+        repo.commit("v" + version)
+        run = sync(tmp_path, inventory, sources, "-vv", "--forks", "3")
+        assert run.rc == 0, run.tail()
+        fetched = [line for line in run.stdout.splitlines() if ": fetched commit " in line]
+        reused = [line for line in run.stdout.splitlines() if ": reused commit " in line]
+        assert (len(fetched), len(reused)) == (1, 2), fetched + reused
+        commits = {run.summary_rows()[h][f"fetch-{h}-{suffix}"]["commit"] for h in hosts}
+        assert commits == {repo.git("rev-parse", "HEAD")[:12]}
+        for h in hosts:
+            assert client.get(f"/api/v1/namespaces/{h}-{suffix}/configmaps/c")["data"] == {"v": version}

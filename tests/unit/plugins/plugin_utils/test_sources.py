@@ -1,0 +1,194 @@
+"""plugin_utils/sources.py: sources resolved and checked, dependency order, results, summary and stats."""
+
+import pytest
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
+
+DEFAULTS = {"version": "main", "path": "manifests", "prune": True}
+
+
+def resolve(*sources, **defaults):
+    return sp.resolve(list(sources), dict(DEFAULTS, **defaults))
+
+
+def names(sources):
+    return [s["stack"] for s in sources]
+
+
+# -- resolve ------------------------------------------------------------------------------------------
+def test_defaults_fill_what_a_source_leaves_unset():
+    (s,) = resolve({"repo": "https://user:tok@git.example.com/org/apps.git", "prune": None, "version": "v1"})
+    assert (s["version"], s["path"], s["prune"], s["state"]) == ("v1", "manifests", True, "present")
+    assert s["stack"] == "git.example.com-org-apps-manifests"
+    assert s["repo_label"] == "https://git.example.com/org/apps.git"
+    assert s["depends_on"] == [] and s["own_auth"] is False
+
+
+def test_stack_name_from_the_path_and_own_auth():
+    (s,) = resolve({"repo": "file:///srv/repo.git", "path": "./a//b/", "context": "tenant"})
+    assert s["path"] == "a/b" and s["stack"] == "srv-repo-a-b" and s["own_auth"] is True
+
+
+@pytest.mark.parametrize("source, message", [
+    ({"path": "x"}, "source 1 has no repo"),
+    ({"repo": "  "}, "source 1 has no repo"),
+    ({"repo": "file:///x", "state": "gone"}, "state must be present or absent"),
+    ({"repo": "file:///x", "path": "../up"}, "relative path inside the repository"),
+    ({"repo": "file:///x", "path": "/abs"}, "relative path inside the repository"),
+    ({"repo": "file:///x", "stack": "-bad-"}, "not a valid label value"),
+    ({"repo": "file:///x", "stack": "x" * 64}, "not a valid label value"),
+    ({"repo": "file:///x", "colour": "blue"}, "unknown option(s) colour"),
+    ("file:///x", "source 1 is not a mapping"),
+])
+def test_invalid_sources_are_refused(source, message):
+    with pytest.raises(sp.SourceError, match=r".*" + message.replace("(", r"\(").replace(")", r"\)")):
+        resolve(source)
+
+
+def test_credentials_never_reach_a_message():
+    with pytest.raises(sp.SourceError) as e:
+        resolve({"repo": "https://user:s3cret@git.example.com/r.git", "state": "gone"})
+    assert "s3cret" not in str(e.value) and "git.example.com/r.git" in str(e.value)
+
+
+# -- stack names and dependencies ---------------------------------------------------------------------
+def test_two_sources_with_one_stack_name_are_refused():
+    with pytest.raises(sp.SourceError, match="same stack name \\(apps\\)"):
+        resolve({"repo": "file:///a", "stack": "apps"}, {"repo": "file:///b", "stack": "apps"})
+
+
+def test_dependencies_order_the_stacks_and_keep_the_given_order_otherwise():
+    srcs = resolve({"repo": "file:///r", "stack": "apps", "depends_on": ["crds", "infra"]},
+                   {"repo": "file:///r", "stack": "monitoring"},
+                   {"repo": "file:///r", "stack": "infra", "depends_on": ["crds"]},
+                   {"repo": "file:///r", "stack": "crds"})
+    assert names(sp.order(srcs)) == ["monitoring", "crds", "infra", "apps"]
+    assert sp.dependents(srcs) == {"crds", "infra"}
+
+
+@pytest.mark.parametrize("deps, message", [
+    ({"a": ["b"], "b": ["c"], "c": ["a"]}, "dependency cycle between stacks a, b, c, a"),
+    ({"a": ["a"]}, "dependency cycle between stacks a, a"),
+    ({"a": ["nope"]}, "stack a depends on 'nope', which is not a stack of this sync"),
+])
+def test_cycles_and_missing_names_are_refused(deps, message):
+    with pytest.raises(sp.SourceError, match=message):
+        resolve(*({"repo": "file:///r", "stack": n, "depends_on": d} for n, d in deps.items()))
+
+
+def test_a_dependency_on_a_stack_being_deleted_is_refused():
+    with pytest.raises(sp.SourceError, match="depends on old, which has state absent"):
+        resolve({"repo": "file:///r", "stack": "old", "state": "absent"},
+                {"repo": "file:///r", "stack": "new", "depends_on": ["old"]})
+
+
+def test_blocked_by_names_the_failed_dependencies():
+    src = {"stack": "a", "depends_on": ["x", "y"]}
+    assert sp.blocked_by(src, {"y"}) == ["y"] and sp.blocked_by(src, set()) == []
+
+
+# -- results ------------------------------------------------------------------------------------------
+def cm(name, **extra):
+    return dict({"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": name}, **extra)
+
+
+SOURCE = resolve({"repo": "https://t:x@h.example/r.git", "stack": "apps"})[0]
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_two_runs_make_one_entry():
+    apply = {"changed": True, "counts": {"created": 1, "configured": 0, "unchanged": 3},
+             "applied": [cm("new", action="created"), cm("old", action="unchanged")],
+             "skipped_objects": [cm("opt", code="ignored", reason="ignored")], "warnings": ["w1"]}
+    prune = {"changed": True, "counts": {"pruned": 1}, "pruned": [cm("gone")], "warnings": ["w1", "w2"],
+             "skipped_objects": [cm("new", code="not-applied"), cm("opt", code="ignored")]}
+    e = sp.stack_entry(SOURCE, COMMIT, 4, apply, prune, seconds=1.234)
+    assert e["counts"] == {"created": 1, "configured": 0, "unchanged": 3, "pruned": 1, "skipped": 1}
+    assert (e["changed"], e["failed"], e["pruning"], e["msg"], e["seconds"]) == (True, False, "done", "", 1.23)
+    assert e["repo"] == "https://h.example/r.git" and e["warnings"] == ["w1", "w2"]
+    assert [o["name"] for o in e["pruned"]] == ["gone"] and [o["name"] for o in e["skipped"]] == ["opt"]
+
+
+def test_one_run_that_failed_in_its_prune_part_reads_as_a_failed_prune():
+    res = {"failed": True, "failed_phase": "prune", "msg": "refusing to prune: empty", "pruned": [],
+           "counts": {"created": 0, "configured": 0, "unchanged": 2, "pruned": 0}}
+    e = sp.stack_entry(SOURCE, COMMIT, 2, res, None, one_run=True)
+    assert e["failed"] and e["pruning"] == "failed" and e["msg"] == "refusing to prune: empty"
+    res = dict(res, failed_phase=None, msg="apply failed")
+    e = sp.stack_entry(SOURCE, COMMIT, 2, res, None, one_run=True)
+    assert e["failed"] and e["pruning"] == "not run" and e["msg"] == "apply failed"
+
+
+def test_a_blocked_stack_says_which_dependency_failed():
+    e = sp.stack_entry(SOURCE, COMMIT, 2, None, None, blocked=["infra"])
+    assert e["failed"] and e["msg"] == "not applied: it depends on infra, which failed"
+    assert sp.failure_message([e]) == "stack apps: not applied: it depends on infra, which failed"
+
+
+def test_unhealthy_objects_are_listed_with_their_reason():
+    apply = {"counts": {}, "applied": [cm("a", action="created", health="Healthy"),
+                                       cm("b", action="created", health="Degraded", health_reason="Failed: boom")]}
+    e = sp.stack_entry(SOURCE, COMMIT, 2, apply, {"counts": {"pruned": 0}})
+    assert [o["name"] for o in e["unhealthy"]] == ["b"]
+    stats = sp.stats([e])["apps"]
+    assert stats["unhealthy"] == [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "b",
+                                   "health": "Degraded", "reason": "Failed: boom"}]
+    assert stats["counts"]["created"] == 0 and stats["commit"] == COMMIT
+
+
+# -- the summary --------------------------------------------------------------------------------------
+def test_summary_table_and_details():
+    written = [cm(f"cm{i:02d}", action="created") for i in range(23)]
+    e1 = sp.stack_entry(SOURCE, COMMIT, 23, {"counts": {"created": 23}, "applied": written}, {"counts": {"pruned": 0}},
+                        seconds=2.0)
+    absent = resolve({"repo": "file:///gone", "stack": "old", "state": "absent"})[0]
+    e2 = sp.stack_entry(absent, "", 0, None, {"counts": {"pruned": 4}, "pruned": [cm("x")]})
+    lines = sp.summary_lines("c1", [e1, e2], check_mode=True)
+    assert lines[0] == "stacksync summary [c1]"
+    assert lines[1] == "  check mode: nothing was changed, the counts say what a sync would do"
+    assert lines[2].split() == [c.upper() for c in sp.COLUMNS]
+    assert lines[3].split() == ["apps", COMMIT[:12], "23", "0", "0", "0", "0", "0", "2.0", "ok"]
+    assert lines[4].split() == ["old", "-", "0", "0", "0", "4", "0", "0", "0.0", "deleted"]
+    # aligned: text columns start, number columns end, where their header does
+    assert lines[2].index("RESULT") == lines[3].index(" ok") + 1 == lines[4].index(" deleted") + 1
+    assert lines[2].index("PRUNED") + len("PRUNED") == lines[4].index(" 4 ") + 2
+    assert lines[5] == "  apps:" and lines[6] == "    created ConfigMap web/cm00"
+    assert lines.count("    ... and 3 more") == 1 and sum(1 for line in lines if "created ConfigMap" in line) == 20
+    assert lines[-2:] == ["  old:", "    pruned ConfigMap web/x"]
+
+
+def test_result_column_says_what_went_wrong():
+    failed = sp.stack_entry(SOURCE, COMMIT, 1, {"failed": True, "msg": "boom", "counts": {}}, None)
+    disabled = sp.stack_entry(dict(SOURCE, prune=False), COMMIT, 1, {"counts": {}}, None)
+    blocked = sp.stack_entry(SOURCE, COMMIT, 1, None, None, blocked=["infra"])
+    results = [sp._result(e) for e in (failed, disabled, blocked)]
+    assert results == ["FAILED (pruning not run)", "ok (pruning disabled)",
+                       "not applied: it depends on infra, which failed"]
+    assert "boom" not in "\n".join(sp.summary_lines("c1", [failed]))  # the error is printed once, by the task
+
+
+# -- the stack runs' arguments ------------------------------------------------------------------------
+PARAMS = {"kubeconfig": "/host/kubeconfig", "context": "admin", "host": None, "api_key": "tok", "ca_cert": "/ca",
+          "validate_certs": False, "impersonate_user": "ops", "impersonate_groups": ["g"], "field_manager": "fm",
+          "wait": None, "max_prune": "10%", "sources": [{"repo": "x"}], "cache_dir": "/c", "summary": True}
+
+
+def test_stack_args_carry_the_task_options_and_the_phase():
+    (s,) = resolve({"repo": "file:///r", "stack": "apps", "namespace": "web"})
+    args = sp.stack_args(s, "abc", [{"kind": "ConfigMap"}], PARAMS, "apply", wait=True)
+    assert args == {"kubeconfig": "/host/kubeconfig", "context": "admin", "api_key": "tok", "ca_cert": "/ca",
+                    "validate_certs": False, "impersonate_user": "ops", "impersonate_groups": ["g"],
+                    "field_manager": "fm", "max_prune": "10%", "name": "apps", "state": "present", "prune": True,
+                    "namespace": "web", "resources": [{"kind": "ConfigMap"}], "phase": "apply", "commit": "abc",
+                    "wait": True}
+
+
+def test_a_source_with_its_own_kubeconfig_gets_none_of_the_host_credentials():
+    (s,) = resolve({"repo": "file:///r", "stack": "t", "kubeconfig": "/tenant", "impersonate_user": "",
+                    "record_namespace": "team", "state": "absent"})
+    args = sp.stack_args(s, "", None, PARAMS, "prune")
+    assert args == {"kubeconfig": "/tenant", "validate_certs": False, "field_manager": "fm", "max_prune": "10%",
+                    "record_namespace": "team", "name": "t", "state": "absent", "prune": True}
+    (s,) = resolve({"repo": "file:///r", "stack": "t", "context": "tenant", "impersonate_user": "sa"})
+    args = sp.stack_args(s, "c", [], PARAMS, "prune")
+    assert (args["context"], args["impersonate_user"], args["impersonate_groups"]) == ("tenant", "sa", ["g"])
+    assert "kubeconfig" not in args and "api_key" not in args and "ca_cert" not in args

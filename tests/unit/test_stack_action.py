@@ -1,0 +1,98 @@
+"""Unit tests: the action code ``stack`` and ``stack_info`` share (plugin_utils/stack_action.py), and stack_info's run."""
+
+import pytest
+import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible_collections.stacksync.k8s.plugins.module_utils import info
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import (
+    run_in_process,
+    validate_args,
+    validation_message,
+)
+
+MANIFESTS = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}", "namespace": "web"}}
+             for i in range(3)]
+
+
+@pytest.mark.parametrize("args, error", [
+    (dict(name="s", resources=MANIFESTS), None),
+    (dict(name="s", src="/srv/checkout/apps", render=dict(root="/srv/checkout", exclude=["legacy"])), None),
+    (dict(name="s"), None),
+    (dict(name="s", resources=MANIFESTS, src="/tmp"), "parameters are mutually exclusive: resources|src"),
+    (dict(name="s", src="/tmp", render=dict(bogus=1)), "bogus"),
+    (dict(name="s", resources=MANIFESTS, prune=False), "Unsupported parameters for (stacksync.k8s.stack_info) module: prune"),
+    (dict(resources=MANIFESTS), "missing required arguments: name"),
+])
+def test_stack_info_arguments_are_validated_as_the_module_validates_them(args, error):
+    expected = ArgumentSpecValidator(info.ARGUMENT_SPEC, mutually_exclusive=info.MUTUALLY_EXCLUSIVE).validate(args)
+    got = validate_args(args, info.ARGUMENT_SPEC, info.MUTUALLY_EXCLUSIVE)
+    assert got.error_messages == expected.error_messages
+    message = validation_message(got, "stacksync.k8s.stack_info")
+    if error is None:
+        assert message is None and got.validated_parameters == expected.validated_parameters
+    else:
+        assert error in message, message
+
+
+def test_stack_info_takes_the_render_options_of_stack_documented_alike():
+    from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC as STACK_SPEC
+    from ansible_collections.stacksync.k8s.plugins.modules import stack, stack_info
+
+    assert info.ARGUMENT_SPEC["render"] == STACK_SPEC["render"] and info.ARGUMENT_SPEC["src"] == STACK_SPEC["src"]
+    stack_doc = yaml.safe_load(stack.DOCUMENTATION)["options"]
+    info_doc = yaml.safe_load(stack_info.DOCUMENTATION)["options"]
+    assert info_doc["render"] == stack_doc["render"]
+    # every other option stack_info shares with stack has stack's default
+    for name, spec in info.ARGUMENT_SPEC.items():
+        if name != "resources" and name in STACK_SPEC:
+            assert spec.get("default") == STACK_SPEC[name].get("default"), name
+
+
+def test_run_in_process_returns_what_the_module_would():
+    token = "s3cr3t-token-value"
+    args = dict(name="s", resources=MANIFESTS, api_key=token, host="https://admin:hunter2@kube.example:6443")
+    validated = validate_args(args, info.ARGUMENT_SPEC, info.MUTUALLY_EXCLUSIVE)
+    seen = {}
+
+    def runner(params, warn):
+        seen.update(params)
+        warn(f"a warning naming {token}")
+        return {"objects": [], "echo": f"token {token}, URL user info admin:hunter2"}
+
+    result = run_in_process(runner, validated.validated_parameters, validated, info.ARGUMENT_SPEC)
+    assert seen["resources"] == MANIFESTS and seen["api_key"] == token  # the run gets the real values
+    assert result["changed"] is False and result["objects"] == []
+    dumped = repr(result)
+    assert token not in dumped and "hunter2" not in dumped, dumped  # no_log values and URL credentials masked
+    assert result["warnings"] == ["a warning naming ********"]
+    assert result["echo"] == "token ********, URL user info ********"
+    invocation = result["invocation"]["module_args"]
+    assert invocation["resources"] == ["v1 ConfigMap web/c0", "v1 ConfigMap web/c1", "v1 ConfigMap web/c2"]
+    assert invocation["name"] == "s"
+
+
+def test_run_in_process_reports_a_failed_run_with_its_result():
+    validated = validate_args(dict(name="s"), info.ARGUMENT_SPEC, info.MUTUALLY_EXCLUSIVE)
+
+    def runner(params, warn):
+        raise RunFailed("stack 's': it broke", {"api_requests": {"GET": 2}})
+
+    result = run_in_process(runner, validated.validated_parameters, validated, info.ARGUMENT_SPEC)
+    assert result["failed"] is True and result["msg"] == "stack 's': it broke"
+    assert result["api_requests"] == {"GET": 2} and result["changed"] is False and "warnings" not in result
+
+
+def test_the_module_alone_refuses_src():
+    params = validate_args(dict(name="s", src="/srv/apps"), info.ARGUMENT_SPEC, info.MUTUALLY_EXCLUSIVE).validated_parameters
+    with pytest.raises(RunFailed) as e:
+        info.run_stack_info(params)
+    assert e.value.msg == info.SRC_WITHOUT_ACTION
+
+
+def test_a_connection_problem_fails_the_run_with_its_message(tmp_path):
+    params = validate_args(dict(name="s", kubeconfig=str(tmp_path / "missing")), info.ARGUMENT_SPEC,
+                           info.MUTUALLY_EXCLUSIVE).validated_parameters
+    with pytest.raises(RunFailed) as e:
+        info.run_stack_info(params)
+    assert "missing" in e.value.msg
