@@ -11,7 +11,10 @@ Makes ``ansible_collections.stacksync.k8s`` importable and visible to ``ansible-
 import contextlib
 import os
 import sys
+import uuid
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -42,3 +45,25 @@ os.environ.setdefault("ANSIBLE_LOCALHOST_WARNING", "false")
 os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_WARNING", "false")
 
 pytest_plugins = ["tests.kubesim.pytest_plugin"]
+
+
+@pytest.fixture(scope="module")
+def admin(kube):
+    """A client of the test cluster (``kube``: the simulator or a real server) with its admin kubeconfig,
+    loaded as the modules load it; one per test module."""
+    from tests.reliability import helpers as H
+
+    client = H.client_for(kube.kubeconfig)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def ns(admin, request):
+    """A namespace for one test, deleted after it: ``<NS_PREFIX of the test module>-<6 hex digits>``."""
+    from tests.reliability import helpers as H
+
+    name = f"{getattr(request.module, 'NS_PREFIX', 'test')}-{uuid.uuid4().hex[:6]}"
+    H.create_namespace(admin, name)
+    yield name
+    H.delete_quietly(admin, "/api/v1/namespaces/" + name)

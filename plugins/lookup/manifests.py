@@ -24,13 +24,17 @@ description:
     also read one by one.
   - Hidden files and directories (C(.git), C(.github), ...) and files that are not manifests are ignored.
   - Symbolic links and C(..) components that resolve outside O(root) are refused.
-  - Any problem (invalid YAML or JSON, a document that is not a mapping, a missing C(apiVersion), C(kind) or
-    C(metadata.name), C(metadata.generateName), a non-string name, namespace, label or annotation value, the
-    same object defined twice, undecryptable vault data, a template error, a kustomize failure, a file over
+  - Any problem (invalid YAML or JSON, a document that is not a mapping, a missing or malformed C(apiVersion),
+    C(kind) or C(metadata.name), C(metadata.generateName), a name or namespace the API server would refuse
+    (DNS-1123 rules), a non-string name, namespace, label or annotation value, an invalid label key or value,
+    the same object defined twice, undecryptable vault data, a template error, a kustomize failure, a file over
     O(max_file_size), bytes that are not UTF-8) fails the lookup with an error naming the file, the document
     index and, where known, the line. Nothing is returned for a broken tree.
-  - The file is named by its path relative to O(root) when O(root) is set (its path in the repository), else
-    relative to the term; the directory itself is named once, at the end of the message.
+  - Manifests are checked with the same rules as the M(stacksync.k8s.stack) module checks them, so a tree the
+    lookup returns is never refused by the module for its shape.
+  - The file is named by its path relative to O(root) when O(root) is set (its path in the repository; the
+    checkout's directory on the controller is never named, not even in kustomize's or a template's own
+    messages), else relative to the term, and the term is named once, at the end of the message.
   - Files are read as C(kubectl apply -f) reads them, whatever their extension. A file whose first non-blank
     character is C({) is a stream of JSON values; any other file is YAML, split into documents on lines
     starting with C(---). YAML values are the ones kubectl sends, from go-yaml v2's YAML 1.1 rules, so
@@ -152,10 +156,12 @@ except ImportError:  # pragma: no cover - ansible-core < 2.19
 
 
 def error_message(exc, path, root):
-    """The lookup's message for a RenderError: the file first (relative to the root), the directory once at the end."""
-    if exc.path is None:  # the problem names the path itself
+    """The lookup's message for a RenderError: the file first. With a ``root`` (the checkout), the file is
+    named by its path in the repository and the checkout's directory on the controller is never named;
+    without one, the file is relative to the term, named once at the end."""
+    if exc.path is None or root:  # the problem names the path itself, or the path is the repository's
         return "stacksync.k8s.manifests: %s" % exc.message
-    return "stacksync.k8s.manifests: %s (in %s)" % (exc.message, ("checkout %s" % root) if root else path)
+    return "stacksync.k8s.manifests: %s (in %s)" % (exc.message, path)
 
 
 class LookupModule(LookupBase):

@@ -161,7 +161,6 @@ class KubeClient:
         self.max_backoff = max_backoff
         self._lock = threading.Lock()
         self.counts = {}
-        self.retries = 0
         self.sleep = time.sleep
 
     # -- accounting -------------------------------------------------------------------------
@@ -229,8 +228,6 @@ class KubeClient:
         return " (gave up after %d attempt(s) in %.0fs)" % (attempt, self.clock() - started)
 
     def _pause(self, attempt, retry_after):
-        with self._lock:
-            self.retries += 1
         delay = None
         if retry_after:
             try:

@@ -14,8 +14,6 @@ __metaclass__ = type
 import hashlib
 import re
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
-
 #: Longest valid label value.
 MAX_LABEL_LENGTH = 63
 #: Hex digits of the hash appended to shortened names.
@@ -102,11 +100,6 @@ def normalize_source(url, path=""):
     parts = [authority, *repo_path.split("/"), *path.split("/")]
     parts = [p for p in parts if p not in ("", ".")]
     return _slug("-".join(parts))
-
-
-def is_label_value(value):
-    """True if ``value`` is a valid Kubernetes label value."""
-    return valid_label_value(value)
 
 
 def stack_name(url, path=""):

@@ -38,8 +38,6 @@ SECRET_BASE = "/api/v1/namespaces/%s/secrets"
 
 #: DNS names a stack name may stand for as it is: what ``stacksync-<stack>`` then is.
 PLAIN_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
-#: longest stack name (a label value); a derived name is longer than any plain one.
-MAX_STACK_LENGTH = 63
 
 
 def object_name(stack, suffix=""):
@@ -99,7 +97,6 @@ class StackRecord:
         self.field_manager = field_manager
         self.name = object_name(stack)
         self.data = None  # None: no record yet
-        self.resource_version = None
 
     @property
     def path(self):
@@ -109,7 +106,6 @@ class StackRecord:
         obj = self.client.get_or_none(self.path)
         _check_owner(obj, self.stack, "record")
         self.data = (obj.get("data") or {}) if obj is not None else None
-        self.resource_version = (obj.get("metadata") or {}).get("resourceVersion") if obj is not None else None
         return self.data
 
     @property
@@ -137,7 +133,6 @@ class StackRecord:
                 "data": data}
         obj = self.client.apply(self.path, body, self.field_manager, force=True)
         self.data = obj.get("data") or {}
-        self.resource_version = (obj.get("metadata") or {}).get("resourceVersion")
         return True
 
     def delete(self):

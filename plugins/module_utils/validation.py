@@ -32,9 +32,6 @@ DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-DNS_1035_LABEL_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-
-
 #: Kinds whose names the API server validates only as path segments (no '/', '%', '.', '..'):
 #: RBAC objects carry names such as ``system:aggregate-to-admin``.
 PATH_SEGMENT_NAME_KINDS = frozenset([
@@ -117,60 +114,111 @@ def invalid_name(group, kind, name):
         return "at most 253 characters, without '/' or '%', not '.' or '..'"
     if (group, kind) in PATH_SEGMENT_NAME_KINDS:
         return None
-    if group == "" and kind == "Namespace":
+    # Services too: kube-apiserver v1.36 takes '1web' (RelaxedServiceNameValidation), refuses 'web.x'
+    if group == "" and kind in ("Namespace", "Service"):
         if len(name) > 63 or not DNS_LABEL_RE.fullmatch(name):
             return "a DNS-1123 label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
-        return None
-    if group == "" and kind == "Service":
-        if len(name) > 63 or not DNS_1035_LABEL_RE.fullmatch(name):
-            return "a DNS-1035 label: at most 63 lowercase letters, digits or '-', starting with a letter"
         return None
     if not DNS_SUBDOMAIN_RE.fullmatch(name):
         return "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
     return None
 
 
-def validate_manifest(manifest, index=None):
-    """Raise :class:`ManifestError` unless ``manifest`` is a well-formed object we can apply."""
-    what = describe(manifest, index)
-    if not isinstance(manifest, dict):
-        raise ManifestError("%s is not a mapping" % what)
-    api_version = manifest.get("apiVersion")
-    if not isinstance(api_version, str) or not api_version or api_version.count("/") > 1:
-        raise ManifestError("%s: apiVersion must be a string like 'v1' or 'apps/v1'" % what)
-    kind = manifest.get("kind")
-    if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", kind):
-        raise ManifestError("%s: kind must be a string" % what)
-    if kind.endswith("List") and isinstance(manifest.get("items"), list):
-        raise ManifestError("%s: List objects are not supported; give the items as separate resources" % what)
-    meta = manifest.get("metadata")
-    if not isinstance(meta, dict):
-        raise ManifestError("%s: metadata must be a mapping" % what)
+def type_name(value):
+    """The YAML / JSON name of a value's type, for messages (``mapping``, ``integer``, ``null``, ...)."""
+    if value is None:
+        return "null"
+    return {dict: "mapping", list: "list", str: "string", bool: "boolean", int: "integer",
+            float: "number"}.get(type(value), type(value).__name__)
+
+
+def is_list_kind(manifest):
+    """``kind: List`` (or any ``*List``) holding ``items``: the lookup flattens it, the module refuses it."""
+    kind = manifest.get("kind") if isinstance(manifest, dict) else None
+    return isinstance(kind, str) and kind.endswith("List") and isinstance(manifest.get("items"), list)
+
+
+def _type_problem(manifest):
+    """Why ``apiVersion`` / ``kind`` are missing or malformed, or None."""
+    for field in ("apiVersion", "kind"):
+        value = manifest.get(field)
+        if value is None or value == "":
+            return "missing %s" % field
+        if not isinstance(value, str):
+            return "%s must be a string, got %s" % (field, type_name(value))
+    if manifest["apiVersion"].count("/") > 1:
+        return "invalid apiVersion %r: must be a string like 'v1' or 'apps/v1'" % manifest["apiVersion"]
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", manifest["kind"]):
+        return "invalid kind %r: must be a string of letters and digits, starting with a letter" % manifest["kind"]
+    if is_list_kind(manifest):
+        return "List objects are not supported; give the items as separate resources"
+    return None
+
+
+def _name_problem(manifest, meta):
+    """Why ``metadata.name`` / ``metadata.namespace`` would be refused, or None."""
+    if "generateName" in meta:
+        return "metadata.generateName is not allowed: a synced object needs a stable metadata.name"
     name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        if meta.get("generateName"):
-            raise ManifestError("%s: generateName is not supported (objects need a stable name to be synced)" % what)
-        raise ManifestError("%s: metadata.name is required" % what)
-    name_problem = invalid_name(group_of(api_version), kind, name)
+    if name is None or name == "":
+        return "missing metadata.name"
+    if not isinstance(name, str):
+        return "metadata.name must be a string, got %s %r (quote it)" % (type_name(name), name)
+    name_problem = invalid_name(group_of(manifest["apiVersion"]), manifest["kind"], name)
     if name_problem:
-        raise ManifestError("%s: invalid metadata.name %r: %s" % (what, name, name_problem))
+        return "invalid metadata.name %r: %s" % (name, name_problem)
     ns = meta.get("namespace")
-    if ns is not None and (not isinstance(ns, str) or (ns and not DNS_LABEL_RE.fullmatch(ns)) or len(ns) > 63):
-        raise ManifestError("%s: invalid metadata.namespace %r" % (what, ns))
-    for field in ("labels", "annotations"):
-        value = meta.get(field)
-        if value is None:
-            continue
-        if not isinstance(value, dict):
-            raise ManifestError("%s: metadata.%s must be a mapping" % (what, field))
-        for k, v in value.items():
-            if not valid_label_key(k):
-                raise ManifestError("%s: invalid %s key %r" % (what, field[:-1], k))
-            if not isinstance(v, str):
-                raise ManifestError("%s: metadata.%s[%r] must be a string, got %s" % (what, field, k, type(v).__name__))
-            if field == "labels" and not valid_label_value(v):
-                raise ManifestError("%s: invalid label value %r for %r (at most 63 characters: letters, digits, "
-                                    "'-', '_', '.', beginning and ending with a letter or digit)" % (what, v, k))
+    if ns is None:
+        return None
+    if not isinstance(ns, str):
+        return "metadata.namespace must be a string, got %s %r (quote it)" % (type_name(ns), ns)
+    if ns and (len(ns) > 63 or not DNS_LABEL_RE.fullmatch(ns)):
+        return ("invalid metadata.namespace %r: a DNS-1123 label: at most 63 lowercase letters, digits or '-', "
+                "starting and ending with a letter or digit" % ns)
+    return None
+
+
+def _string_map_problem(meta, field):
+    """Why ``metadata.labels`` / ``metadata.annotations`` would be refused (keys, value types, label values), or None."""
+    value = meta.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return "metadata.%s must be a mapping, got %s" % (field, type_name(value))
+    for key, item in value.items():
+        if not valid_label_key(key):
+            return "invalid %s key %r" % (field[:-1], key)
+        if not isinstance(item, str):
+            return "metadata.%s[%s] must be a string, got %s %r (quote it)" % (field, key, type_name(item), item)
+        if field == "labels" and not valid_label_value(item):
+            return ("invalid label value %r for %r (at most 63 characters: letters, digits, '-', '_', '.', "
+                    "beginning and ending with a letter or digit)" % (item, key))
+    return None
+
+
+def manifest_problem(manifest):
+    """Why ``manifest`` is not a well-formed object we can apply (None if it is): the one set of rules
+    of the lookup and the module. The message names no location; callers add it."""
+    if not isinstance(manifest, dict):
+        return "the document is not a mapping (got %s)" % type_name(manifest)
+    problem = _type_problem(manifest)
+    if problem:
+        return problem
+    meta = manifest.get("metadata")
+    if meta is None:
+        return "missing metadata.name"
+    if not isinstance(meta, dict):
+        return "metadata must be a mapping, got %s" % type_name(meta)
+    return (_name_problem(manifest, meta) or _string_map_problem(meta, "labels")
+            or _string_map_problem(meta, "annotations"))
+
+
+def validate_manifest(manifest, index=None):
+    """Raise :class:`ManifestError` unless ``manifest`` is a well-formed object we can apply; the message
+    starts with :func:`describe` (the manifest, and its file and document or ``resources[N]``)."""
+    problem = manifest_problem(manifest)
+    if problem:
+        raise ManifestError("%s: %s" % (describe(manifest, index), problem))
 
 
 def _base64_length(value):

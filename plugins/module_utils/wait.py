@@ -28,12 +28,6 @@ except ImportError as _e:
     JMESPATH_IMPORT_ERROR = _e
 
 
-def condition(obj, ctype):
-    """Status (``"True"``/``"False"``/``"Unknown"``/``None``) of condition ``ctype``."""
-    cond = hl.get_condition(obj, ctype)
-    return None if cond is None else cond.get("status")
-
-
 class NotReady(Exception):
     """The object will not become ready without a change (a failed Job, a stalled rollout...).
 

@@ -30,6 +30,7 @@ import yaml
 from ansible.errors import AnsibleError
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOURCE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, group_of
+from ansible_collections.stacksync.k8s.plugins.module_utils.validation import is_list_kind, manifest_problem
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.kubeyaml import (
     KubectlLoader,
     is_json_stream,
@@ -76,6 +77,25 @@ class RenderError(AnsibleError):
             return self
         path = prefix + "/" if self.path in (".", "./") else _join(prefix, self.path)
         return RenderError(self.problem, path=path, doc=self.doc, line=self.line, item=self.item)
+
+    def relative_to(self, root):
+        """The same error with every mention of the directory ``root`` in its problem made relative to it
+        (kustomize's and templates' own messages name absolute paths): see :func:`relative_text`."""
+        problem = relative_text(self.problem, root)
+        if problem == self.problem:
+            return self
+        return RenderError(problem, path=self.path, doc=self.doc, line=self.line, item=self.item)
+
+
+def relative_text(text, root):
+    """``text`` with the absolute directory ``root`` taken out of the paths it names: ``<root>/a/b.yaml``
+    becomes ``a/b.yaml`` and ``<root>`` alone ``.``. Paths that merely start with the same characters
+    (``<root>-other``) are left alone; so is everything when ``root`` is the file system's root."""
+    root = root.rstrip("/\\")
+    if not root or not isinstance(text, str):
+        return text
+    pattern = re.compile(r"(?<![\w./\\-])" + re.escape(root) + r"(?:[/\\]|(?![\w.-]))")
+    return pattern.sub(lambda m: "" if m.group(0) != root else ".", text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -269,11 +289,31 @@ class _Unit:
         self.kind = kind
 
 
-def _find_kustomization(dirpath, names):
+def _find_kustomization(names):
     for candidate in KUSTOMIZATION_FILES:
         if candidate in names:
             return candidate
     return None
+
+
+def _symlink_target(entry, rel, kind, root, recursive):
+    """``(target, is_dir)`` of a symlinked entry that is read, or None when it is skipped.
+
+    A broken link to a manifest, or a link that would be read and leaves ``root``, is refused.
+    """
+    if kind is None and not recursive:
+        return None
+    target = os.path.realpath(entry.path)
+    if not os.path.exists(target):
+        if kind is not None:
+            raise RenderError("broken symlink", rel)
+        return None
+    is_dir = os.path.isdir(target)
+    if (kind is None and not is_dir) or (is_dir and not recursive):
+        return None
+    if not _within(target, root):
+        raise RenderError("symlink points outside the checkout: refused", rel)
+    return target, is_dir
 
 
 def collect(base, root, path_filter, recursive=True):
@@ -302,38 +342,23 @@ def collect(base, root, path_filter, recursive=True):
             entries = sorted(os.scandir(real_dir), key=lambda e: e.name)
         except OSError as exc:
             raise RenderError("cannot list directory: %s" % exc.strerror, prefix or ".") from exc
-        names = {e.name for e in entries}
-        kfile = _find_kustomization(real_dir, names)
+        kfile = _find_kustomization({e.name for e in entries})
         if kfile is not None:
             if path_filter.selected(prefix or ".", _join(prefix, kfile)):
                 units.append(_Unit(prefix or ".", real_dir, "kustomize"))
             return
         for entry in entries:
-            name = entry.name
-            if name.startswith("."):
+            rel = _join(prefix, entry.name)
+            if entry.name.startswith(".") or path_filter.excluded(rel):
                 continue
-            rel = _join(prefix, name)
-            if path_filter.excluded(rel):
-                continue
-            kind = manifest_kind(name)
-            target = entry.path
+            kind = manifest_kind(entry.name)
             if entry.is_symlink():
-                if kind is None and not recursive:
+                found = _symlink_target(entry, rel, kind, root, recursive)
+                if found is None:
                     continue
-                target = os.path.realpath(entry.path)
-                if not os.path.exists(target):
-                    if kind is not None:
-                        raise RenderError("broken symlink", rel)
-                    continue
-                is_dir = os.path.isdir(target)
-                if kind is None and not is_dir:
-                    continue
-                if is_dir and not recursive:
-                    continue
-                if not _within(target, root):
-                    raise RenderError("symlink points outside the checkout (%s): refused" % root, rel)
+                target, is_dir = found
             else:
-                is_dir = entry.is_dir(follow_symlinks=False)
+                target, is_dir = entry.path, entry.is_dir(follow_symlinks=False)
             if is_dir:
                 if recursive:
                     walk(target, rel)
@@ -441,7 +466,7 @@ def check_kustomization_references(kdir, root, rel, visited=None):
     if kdir in visited:
         return
     visited.add(kdir)
-    kfile = _find_kustomization(kdir, set(os.listdir(kdir)))
+    kfile = _find_kustomization(set(os.listdir(kdir)))
     if kfile is None:
         return
     try:
@@ -463,8 +488,7 @@ def check_kustomization_references(kdir, root, rel, visited=None):
                 continue  # a remote (github.com/...) reference, or missing: kustomize decides
             real = os.path.realpath(target)
             if not _within(real, root):
-                raise RenderError("kustomization %s %r resolves outside the checkout (%s): refused"
-                                  % (field, entry, root), rel)
+                raise RenderError("kustomization %s %r resolves outside the checkout: refused" % (field, entry), rel)
             if os.path.isdir(real):
                 check_kustomization_references(real, root, rel, visited)
 
@@ -495,13 +519,6 @@ def _kustomize_documents(unit, command, timeout, root):
 # --------------------------------------------------------------------------------------------
 # Validation
 # --------------------------------------------------------------------------------------------
-
-def _type_name(value):
-    if value is None:
-        return "null"
-    return {dict: "mapping", list: "list", str: "string", bool: "boolean", int: "integer",
-            float: "number"}.get(type(value), type(value).__name__)
-
 
 #: Most values one document may expand to (aliases count each time they are used): stops YAML alias
 #: bombs ("billion laughs") before they eat the controller's memory. 1 MiB of real manifest is far less.
@@ -541,51 +558,10 @@ def _plain(value, where, budget=None):
     raise where("unsupported YAML value of type %s" % type(value).__name__)
 
 
-def _check_string_map(meta, field, err):
-    value = meta.get(field)
-    if value is None:
-        return
-    if not isinstance(value, dict):
-        raise err("metadata.%s must be a mapping, got %s" % (field, _type_name(value)))
-    for key, item in value.items():
-        if not isinstance(item, str):
-            raise err("metadata.%s[%s] must be a string, got %s %r (quote it)" % (field, key, _type_name(item), item))
-
-
-def validate_manifest(doc, err):
-    """Check one manifest; ``err(problem)`` builds the exception to raise. Returns its ObjectId."""
-    if not isinstance(doc, dict):
-        raise err("the document is not a mapping (got %s)" % _type_name(doc))
-    for field in ("apiVersion", "kind"):
-        value = doc.get(field)
-        if value is None or value == "":
-            raise err("missing %s" % field)
-        if not isinstance(value, str):
-            raise err("%s must be a string, got %s" % (field, _type_name(value)))
-    meta = doc.get("metadata")
-    if meta is None:
-        raise err("missing metadata.name")
-    if not isinstance(meta, dict):
-        raise err("metadata must be a mapping, got %s" % _type_name(meta))
-    if "generateName" in meta:
-        raise err("metadata.generateName is not allowed: a synced object needs a stable metadata.name")
-    name = meta.get("name")
-    if name is None or name == "":
-        raise err("missing metadata.name")
-    if not isinstance(name, str):
-        raise err("metadata.name must be a string, got %s %r (quote it)" % (_type_name(name), name))
-    namespace = meta.get("namespace")
-    if namespace is not None and not isinstance(namespace, str):
-        raise err("metadata.namespace must be a string, got %s %r (quote it)" % (_type_name(namespace), namespace))
-    _check_string_map(meta, "labels", err)
-    _check_string_map(meta, "annotations", err)
-    return ObjectId(group_of(doc["apiVersion"]), doc["kind"], namespace or "", name)
-
-
-def is_list_kind(doc):
-    """``kind: List`` (or any ``*List``) holding ``items``: flattened into its items."""
-    kind = doc.get("kind")
-    return isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list)
+def manifest_identity(doc):
+    """The ObjectId of a manifest :func:`manifest_problem` accepted (namespace as written)."""
+    meta = doc["metadata"]
+    return ObjectId(group_of(doc["apiVersion"]), doc["kind"], meta.get("namespace") or "", meta["name"])
 
 
 def _items(doc):
@@ -595,7 +571,8 @@ def _items(doc):
     return [(None, doc)]
 
 
-def _stamp(doc, source):
+def _with_source(doc, source):
+    """A copy of ``doc`` annotated with the file and document it came from (``path#index``)."""
     meta = dict(doc["metadata"])
     annotations = dict(meta.get("annotations") or {})
     annotations[SOURCE_ANNOTATION] = source
@@ -635,10 +612,13 @@ def render(path, root=None, include=None, exclude=None, recursive=True, max_file
         raise RenderError("the path to render must be a non-empty string")
     base = os.path.realpath(os.path.expanduser(path))
     root_real = os.path.realpath(os.path.expanduser(root)) if root else base
+    shown = shown_path(path, root)
     if not os.path.exists(base):
-        raise RenderError("%s does not exist" % path)
+        raise RenderError("%s does not exist" % shown)
     if not _within(base, root_real):
-        raise RenderError("%s resolves to %s, outside the checkout %s: refused" % (path, base, root_real))
+        raise RenderError("%s resolves outside the checkout: refused" % shown)
+    if not os.path.isdir(base) and not os.path.isfile(base):
+        raise RenderError("%s is not a directory or a manifest file" % shown)
     if root and not os.path.isdir(root_real):
         raise RenderError("root %s is not a directory" % root)
     if isinstance(include, str):
@@ -654,7 +634,19 @@ def render(path, root=None, include=None, exclude=None, recursive=True, max_file
                              root_real, max_file_size, source_annotation, decrypt, template, kustomize,
                              kustomize_timeout, {} if seen is None else seen, origin)
     except RenderError as exc:
-        raise exc.under(prefix) from None
+        exc = exc.under(prefix)
+        if root:  # named in the repository, never by the controller's checkout directory
+            exc = exc.relative_to(root_real).relative_to(os.path.abspath(os.path.expanduser(root)))
+        raise exc from None
+
+
+def shown_path(path, root=None):
+    """``path`` as messages name it: relative to ``root`` when given (its path in the repository,
+    ``..`` components resolved lexically), else as given."""
+    if not root:
+        return path
+    rel = os.path.relpath(os.path.abspath(os.path.expanduser(path)), os.path.abspath(os.path.expanduser(root)))
+    return rel.replace(os.sep, "/")
 
 
 def _relative_dir(base, root):
@@ -685,10 +677,13 @@ def _render_units(units, root_real, max_file_size, source_annotation, decrypt, t
             source = "%s#%d" % (label, index)
             for item_index, item in _items(doc):
                 item_err = functools.partial(RenderError, path=shown, doc=index, line=line, item=item_index)
-                oid = validate_manifest(item, item_err)
+                problem = manifest_problem(item)
+                if problem:
+                    raise item_err(problem)
+                oid = manifest_identity(item)
                 previous = seen.get(oid)
                 if previous is not None:
                     raise item_err("%s is defined twice (first in %s)" % (oid, previous))
                 seen[oid] = (origin or "") + source + ("" if item_index is None else " item %s" % item_index)
-                manifests.append(_stamp(item, source) if source_annotation else item)
+                manifests.append(_with_source(item, source) if source_annotation else item)
     return manifests

@@ -14,8 +14,9 @@ __metaclass__ = type
 
 import posixpath
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import is_label_value, redact_url, stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url, stack_name
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import PASSTHROUGH
+from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
 
 SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "namespace", "prune", "state", "vars",
                   "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on")
@@ -69,7 +70,7 @@ def _checked(number, entry):
             entry["stack"] = stack_name(repo, path)
         except ValueError as e:
             raise SourceError("source %s: %s" % (label, e)) from None
-    if not is_label_value(entry["stack"]) or not entry["stack"]:
+    if not valid_label_value(entry["stack"]) or not entry["stack"]:
         raise SourceError("source %s: stack %r is not a valid label value (at most 63 characters, alphanumeric at "
                           "both ends)" % (label, entry["stack"]))
     entry["depends_on"] = list(entry["depends_on"] or [])

@@ -19,21 +19,8 @@ from tests.reliability import helpers as H
 
 REALWORLD = Path(__file__).resolve().parents[1] / "fixtures" / "realworld"
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
-
-
-@pytest.fixture(scope="module")
-def admin(kube):
-    c = H.client_for(kube.kubeconfig)
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def ns(admin):
-    name = "drift-" + uuid.uuid4().hex[:6]
-    H.create_namespace(admin, name)
-    yield name
-    H.delete_quietly(admin, "/api/v1/namespaces/" + name)
+#: the ``ns`` fixture (tests/conftest.py) names its namespaces drift-<random>
+NS_PREFIX = "drift"
 
 
 def kubectl(kube, *args, stdin=None):

@@ -29,21 +29,8 @@ from . import helpers as H
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 SECRET_VALUE = "SuperSecretValue-7b2f0c9e41d3"
-
-
-@pytest.fixture(scope="module")
-def admin(kube):
-    c = H.client_for(kube.kubeconfig)
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def ns(admin):
-    name = "wd-" + uuid.uuid4().hex[:6]
-    H.create_namespace(admin, name)
-    yield name
-    H.delete_quietly(admin, "/api/v1/namespaces/" + name)
+#: the ``ns`` fixture (tests/conftest.py) names its namespaces wd-<random>
+NS_PREFIX = "wd"
 
 
 def uid():

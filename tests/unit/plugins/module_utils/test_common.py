@@ -1,10 +1,13 @@
 """common.py: credentials inside a kubeconfig given as a mapping are masked like no_log values."""
 
+import json
+
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import (
     MASK,
     credential_values,
     kubeconfig_secrets,
     safe_params,
+    summarize_resources,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC
 
@@ -37,3 +40,18 @@ def test_safe_params_masks_the_mapping_and_keeps_the_rest():
     assert out["kubeconfig"]["clusters"][0]["cluster"]["server"] == "https://k.example:6443"
     assert KUBECONFIG["users"][0]["user"]["token"] == "tok-123456"  # the caller's mapping is untouched
     assert credential_values(params) == kubeconfig_secrets(KUBECONFIG) | {"user:hostpass-1"}
+
+
+def test_invocation_lists_objects_by_identity_never_their_content():
+    res = [
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "app"},
+         "data": {"k": "c2VjcmV0"}, "stringData": {"p": "pw"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}},
+        {"kind": "ConfigMap", "metadata": "not a mapping"},
+        None,
+    ]
+    out = summarize_resources(res)
+    assert out == ["v1 Secret app/s", "v1 Namespace app", "ConfigMap", "(NoneType)"]
+    assert "c2VjcmV0" not in json.dumps(out) and "pw" not in json.dumps(out)
+    assert res[0]["data"]["k"] == "c2VjcmV0"  # input untouched
+    assert summarize_resources("not a list") == "not a list"

@@ -1,6 +1,14 @@
 """discovery.py: unavailable API groups are recorded, and prune decisions get a fresh index."""
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery, DiscoveryIndex, ResourceInfo, parse_aggregated
+import json
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import (
+    Discovery,
+    DiscoveryIndex,
+    ResourceInfo,
+    parse_aggregated,
+    parse_resource_list,
+)
 
 CM = ResourceInfo("", "v1", "ConfigMap", "configmaps", True, ("list", "delete", "patch"))
 WIDGET = ResourceInfo("example.com", "v1", "Widget", "widgets", True, ("list", "delete", "patch"))
@@ -51,3 +59,83 @@ def test_same_as():
     assert DiscoveryIndex([CM]).same_as(DiscoveryIndex([CM]))
     assert not DiscoveryIndex([CM]).same_as(DiscoveryIndex([CM, WIDGET]))
     assert not DiscoveryIndex([CM]).same_as(DiscoveryIndex([CM], {"metrics.k8s.io/v1beta1"}))
+
+
+def test_discovery_parsing_and_paths():
+    agg = {
+        "items": [
+            {
+                "metadata": {"name": "apps"},
+                "versions": [
+                    {
+                        "version": "v1",
+                        "resources": [
+                            {"resource": "deployments", "responseKind": {"kind": "Deployment"}, "scope": "Namespaced", "verbs": ["list", "patch", "delete"]}
+                        ],
+                    }
+                ],
+            },
+            {
+                "metadata": {},
+                "versions": [
+                    {"version": "v1", "resources": [{"resource": "namespaces", "responseKind": {"kind": "Namespace"}, "scope": "Cluster", "verbs": ["list"]}]}
+                ],
+            },
+        ]
+    }
+    legacy = parse_resource_list(
+        "batch",
+        "v1",
+        {
+            "resources": [
+                {"name": "jobs", "kind": "Job", "namespaced": True, "verbs": ["list", "delete"]},
+                {"name": "jobs/status", "kind": "Job", "namespaced": True, "verbs": ["get"]},
+            ]
+        },
+    )
+    index = DiscoveryIndex(parse_aggregated(agg) + legacy)
+    dep = index.lookup("apps", "Deployment")
+    assert dep.object_path("n", "d") == "/apis/apps/v1/namespaces/n/deployments/d"
+    assert dep.collection_path(None) == "/apis/apps/v1/deployments"
+    ns = index.lookup("", "Namespace")
+    assert not ns.namespaced and ns.object_path("ignored", "x") == "/api/v1/namespaces/x"
+    assert index.lookup("apps", "Deployment", "v2") is None and index.lookup("x", "Y") is None
+    assert sorted(i.kind for i in index.listable()) == ["Deployment", "Job"]
+    assert DiscoveryIndex.from_json(json.loads(json.dumps(index.to_json()))).lookup("batch", "Job") == legacy[0]
+
+
+class AggregatedDiscoveryServer:
+    server = "https://cache-test"
+
+    def __init__(self):
+        self.calls = 0
+
+    def request(self, method, path, accept=None, raw=False):
+        self.calls += 1
+        body = {
+            "kind": "APIGroupDiscoveryList",
+            "items": [
+                {
+                    "metadata": {"name": "" if path == "/api" else "apps"},
+                    "versions": [
+                        {"version": "v1", "resources": [{"resource": "things", "responseKind": {"kind": "Thing"}, "scope": "Namespaced", "verbs": ["list"]}]}
+                    ],
+                }
+            ],
+        }
+        return 200, {"Content-Type": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}, json.dumps(body).encode()
+
+
+def test_discovery_cache_is_shared_and_refreshed_on_miss(tmp_path):
+    c = AggregatedDiscoveryServer()
+    assert Discovery(c, cache_dir=str(tmp_path)).lookup("apps", "Thing") is not None
+    assert c.calls == 2
+    d2 = Discovery(c, cache_dir=str(tmp_path))
+    assert d2.lookup("apps", "Thing") is not None and c.calls == 2  # served from the cache
+    assert d2.lookup("apps", "Missing") is None and c.calls == 4  # a miss on cached data reads again, once
+    assert d2.lookup("apps", "Missing") is None and c.calls == 4
+
+
+def test_index_roundtrip():
+    info = ResourceInfo("g", "v1", "K", "ks", True, ("list",))
+    assert DiscoveryIndex.from_json(DiscoveryIndex([info]).to_json()).lookup("g", "K") == info

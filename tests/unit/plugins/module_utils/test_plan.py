@@ -1,71 +1,12 @@
-"""plan.py: which Namespace contents keep it, the prune budget, terminating objects."""
+"""plan.py: the prune decision on a live object, apply stages, the prune budget, terminating objects."""
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils import contents
+from ansible_collections.stacksync.k8s.plugins.module_utils import objects as o
 from ansible_collections.stacksync.k8s.plugins.module_utils import plan as p
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import IGNORE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 
 NS = "apps"
-
-
-def obj(kind, name, uid, owners=(), group=""):
-    meta = {"name": name, "namespace": NS, "uid": uid}
-    if owners:
-        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "X", "name": "x", "uid": o} for o in owners]
-    return ObjectId(group, kind, NS, name), {"metadata": meta}
-
-
-def test_a_namespace_with_only_what_goes_with_it_has_no_blockers():
-    deploy = obj("Deployment", "web", "u-dep", group="apps")
-    objects = [
-        deploy,
-        obj("ReplicaSet", "web-1", "u-rs", owners=["u-dep"], group="apps"),
-        obj("Pod", "web-1-a", "u-pod", owners=["u-rs"]),  # grandchild of what we prune
-        obj("ConfigMap", "kube-root-ca.crt", "u-ca"),  # the cluster's own
-        obj("ServiceAccount", "default", "u-sa"),
-        obj("Secret", "sa-token", "u-tok", owners=["u-sa"]),  # owned by the cluster's own object
-    ]
-    assert contents.namespace_blockers(NS, objects, {deploy[0]}, {"u-dep"}) == []
-
-
-def test_an_owner_outside_the_prune_set_keeps_the_namespace():
-    # a foreign object whose owner is a foreign cluster-scoped object (the owner is not in the namespace)
-    foreign = obj("ConfigMap", "theirs", "u-1", owners=["u-cluster-scoped-foreign"])
-    assert contents.namespace_blockers(NS, [foreign], set(), set()) == [foreign[0]]
-    # the same object is harmless when its cluster-scoped owner is pruned by this run
-    assert contents.namespace_blockers(NS, [foreign], set(), {"u-cluster-scoped-foreign"}) == []
-
-
-def test_a_chain_through_a_foreign_object_keeps_the_namespace():
-    objects = [obj("StatefulSet", "db", "u-db", group="apps"),  # someone else's, no owner: a blocker itself
-               obj("Pod", "db-0", "u-pod", owners=["u-db"])]
-    blockers = contents.namespace_blockers(NS, objects, set(), set())
-    assert sorted(b.name for b in blockers) == ["db", "db-0"]
-
-
-def test_two_owners_both_must_go():
-    mine = obj("Deployment", "mine", "u-mine", group="apps")
-    child = obj("ConfigMap", "shared-child", "u-c", owners=["u-mine", "u-other"])
-    assert contents.namespace_blockers(NS, [mine, child], {mine[0]}, {"u-mine"}) == [child[0]]
-
-
-def test_owner_cycle_does_not_loop_and_keeps():
-    a = obj("ConfigMap", "a", "u-a", owners=["u-b"])
-    b = obj("ConfigMap", "b", "u-b", owners=["u-a"])
-    assert sorted(x.name for x in contents.namespace_blockers(NS, [a, b], set(), set())) == ["a", "b"]
-
-
-def test_incomplete_listing_returns_only_certain_blockers():
-    objects = [obj("Pod", "child", "u-p", owners=["u-unknown"]), obj("ConfigMap", "plain", "u-x")]
-    assert [b.name for b in contents.namespace_blockers(NS, objects, set(), set(), complete=False)] == ["plain"]
-    assert sorted(b.name for b in contents.namespace_blockers(NS, objects, set(), set())) == ["child", "plain"]
-
-
-def test_endpoints_of_a_pruned_service_do_not_block():
-    svc = ObjectId("", "Service", NS, "web")
-    ep = obj("Endpoints", "web", "u-ep")
-    other = obj("Endpoints", "db", "u-ep2")
-    assert contents.namespace_blockers(NS, [ep, other], {svc}, set()) == [other[0]]
 
 
 @pytest.mark.parametrize("max_prune,total,limit", [
@@ -96,3 +37,43 @@ def test_budget_message_lists_what_would_be_deleted():
 def test_terminating():
     assert p.is_terminating({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}})
     assert not p.is_terminating({"metadata": {}})
+
+
+def cm(name="c", ns=None, **data):
+    meta = {"name": name}
+    if ns:
+        meta["namespace"] = ns
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data or {"a": "1"}}
+
+
+def live(oid, stack="s", checksum="sha256:old", **meta_extra):
+    obj = o.stamp(cm(oid.name, oid.namespace), stack, oid, checksum)
+    obj["metadata"].update(meta_extra)
+    return obj
+
+
+def test_prune_decision():
+    oid = ObjectId("", "ConfigMap", "n", "c")
+    assert p.prune_decision(live(oid), oid, "s", set(), set()) is None
+    assert p.prune_decision(live(oid), oid, "s", {oid}, set()) == "still desired"
+    assert "checksum" in p.prune_decision(live(oid), oid, "s", set(), {"sha256:old"})
+    assert "not owned" in p.prune_decision(live(oid, stack="t"), oid, "s", set(), set())
+    assert "not owned" in p.prune_decision(live(oid), oid._replace(name="copy"), "s", set(), set())
+    assert "ownerReferences" in p.prune_decision(live(oid, ownerReferences=[{"uid": "x"}]), oid, "s", set(), set())
+    ignored = live(oid)
+    ignored["metadata"]["annotations"][IGNORE_ANNOTATION] = "true"
+    assert "ignore" in p.prune_decision(ignored, oid, "s", set(), set())
+
+
+def test_stages_order_prerequisites_first_and_prune_reverses():
+    ids = [
+        ObjectId("apps", "Deployment", "n", "d"),
+        ObjectId("", "Namespace", "", "n"),
+        ObjectId("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", "", "w"),
+        ObjectId("rbac.authorization.k8s.io", "Role", "n", "r"),
+        ObjectId("apiextensions.k8s.io", "CustomResourceDefinition", "", "x.y"),
+        ObjectId("y", "X", "n", "cr"),
+    ]
+    stages = p.by_stage(ids)
+    assert [s for s, _ in stages] == [0, 1, 2, 3]
+    assert set(stages[0][1]) == {ids[1], ids[4]} and ids[5] in stages[2][1]

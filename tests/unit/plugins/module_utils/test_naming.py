@@ -1,24 +1,33 @@
-"""Unit tests for the stack name rule (plugins/module_utils/naming.py) and its filters."""
+"""naming.py: the stack name rule and URL redaction."""
 
-import os
 import re
 import subprocess
 import sys
 
 import pytest
-from ansible.errors import AnsibleFilterError
-from ansible_collections.stacksync.k8s.plugins.filter.redact_url import FilterModule as RedactFilters
-from ansible_collections.stacksync.k8s.plugins.filter.stack_name import FilterModule as StackFilters
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import (
-    is_label_value,
     normalize_source,
     redact_url,
     stack_name,
 )
+from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+# Tokens from an alphabet ("QXZW") that the surrounding URL parts never use.
+TOKEN = st.text(alphabet="QXZW", min_size=6, max_size=40)
+
+
+USER = st.text(alphabet="QXZW", min_size=1, max_size=10)
+
+
+SEGMENT = st.text(alphabet="abcdefghijklmnop0123456789-_.", min_size=1, max_size=20)
+
+
+SCHEME = st.sampled_from(["https", "http", "ssh", "git+ssh"])
 
 
 @pytest.mark.parametrize("url, path, expected", [
@@ -39,7 +48,7 @@ LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 ])
 def test_examples(url, path, expected):
     assert stack_name(url, path) == expected
-    assert is_label_value(expected)
+    assert valid_label_value(expected)
 
 
 def test_same_repo_different_credentials_or_spelling_same_name():
@@ -52,7 +61,7 @@ def test_long_names_are_shortened_with_a_stable_hash():
     url = "https://git.example.com/" + "/".join(f"group{i}" for i in range(20)) + "/repo.git"
     one = stack_name(url, "clusters/prod")
     two = stack_name(url, "clusters/staging")
-    assert len(one) == 63 and is_label_value(one) and LABEL_RE.match(one)
+    assert len(one) == 63 and valid_label_value(one) and LABEL_RE.match(one)
     assert one == stack_name(url, "clusters/prod")  # stable
     assert one != two  # the hash tells them apart although the kept prefix is the same
     assert one[:52] == two[:52]
@@ -63,7 +72,7 @@ def test_shortened_name_does_not_end_in_punctuation():
     # The cut falls right after a '-' or '.'; it must be trimmed before the hash.
     for n in range(40, 60):
         name = stack_name("https://h/" + "a" * n + "-.b" * 10)
-        assert is_label_value(name), name
+        assert valid_label_value(name), name
 
 
 def test_exactly_63_characters_kept_as_is():
@@ -106,13 +115,6 @@ def test_redact_url(url, expected):
     assert redact_url(url) == expected
 
 
-# Tokens from an alphabet ("QXZW") that the surrounding URL parts never use.
-TOKEN = st.text(alphabet="QXZW", min_size=6, max_size=40)
-USER = st.text(alphabet="QXZW", min_size=1, max_size=10)
-SEGMENT = st.text(alphabet="abcdefghijklmnop0123456789-_.", min_size=1, max_size=20)
-SCHEME = st.sampled_from(["https", "http", "ssh", "git+ssh"])
-
-
 @settings(max_examples=300, deadline=None)
 @given(scheme=SCHEME, user=USER, token=TOKEN, host=SEGMENT, parts=st.lists(SEGMENT, min_size=1, max_size=12),
        path=st.lists(SEGMENT, max_size=5))
@@ -122,7 +124,7 @@ def test_no_credential_survives(scheme, user, token, host, parts, path):
         name = stack_name(url, "/".join(path))
     except ValueError:
         return
-    assert is_label_value(name) and LABEL_RE.match(name) and len(name) <= 63
+    assert valid_label_value(name) and LABEL_RE.match(name) and len(name) <= 63
     assert token.lower() not in name and "q" not in name and "x" not in name and "z" not in name and "w" not in name
     assert token not in redact_url(url) and user + ":" not in redact_url(url)
     # The name does not depend on the credentials at all.
@@ -137,19 +139,8 @@ def test_always_a_valid_label_value_or_value_error(url, path):
     except ValueError:
         assert normalize_source(url, path) == ""
         return
-    assert is_label_value(name) and LABEL_RE.match(name)
+    assert valid_label_value(name) and LABEL_RE.match(name)
     assert name == stack_name(url, path)
-
-
-def test_filters():
-    stack = StackFilters().filters()["stack_name"]
-    redact = RedactFilters().filters()["redact_url"]
-    assert stack("https://u:t@github.com/acme/infra.git", path="clusters/prod") == "github.com-acme-infra-clusters-prod"
-    assert redact("https://u:t@github.com/acme/infra.git") == "https://github.com/acme/infra.git"
-    with pytest.raises(AnsibleFilterError):
-        stack("")
-    with pytest.raises(AnsibleFilterError):
-        redact(None)
 
 
 def test_naming_module_imports_on_its_own():
@@ -161,19 +152,3 @@ def test_naming_module_imports_on_its_own():
     collections_root = root.rsplit("/ansible_collections/", 1)[0]
     out = subprocess.run([sys.executable, "-c", code % collections_root], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "h-o-r"
-
-
-def test_filter_in_a_playbook(tmp_path):
-    playbook = tmp_path / "pb.yml"
-    playbook.write_text(
-        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
-        "    - ansible.builtin.debug:\n"
-        "        msg: \"{{ 'https://user:S3cretTok@github.com/acme/infra.git' | stacksync.k8s.stack_name(path='clusters/prod') }}"
-        " {{ 'https://user:S3cretTok@github.com/acme/infra.git' | stacksync.k8s.redact_url }}\"\n")
-    ansible_playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    out = subprocess.run([ansible_playbook, "-i", "localhost,", "-c", "local",
-                          "-e", f"ansible_python_interpreter={sys.executable}", str(playbook)],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "github.com-acme-infra-clusters-prod https://github.com/acme/infra.git" in out.stdout
-    assert "S3cretTok" not in out.stdout

@@ -6,10 +6,10 @@ vault secrets), and real ``ansible-playbook`` runs.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import yaml
@@ -20,21 +20,12 @@ from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible.template import Templar
 from ansible_collections.stacksync.k8s.plugins.lookup import manifests as lookup_module
 
+from tests.unit.plugins.plugin_utils.test_render import write
+
 SOURCE = "stacksync.io/source"
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
 PASSWORD = "correct horse"
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-
-
-def write(root, files):
-    for rel, content in files.items():
-        path = Path(root) / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(textwrap.dedent(content), encoding="utf-8")
-    return Path(root)
 
 
 def encrypt(text):
@@ -248,7 +239,7 @@ def test_playbook_template_vars_includes_filters_and_lookups(tmp_path):
     assert cm["data"] == {"from_include": "TV", "host": "localhost", "env": "from-env"}
 
 
-def test_lookup_error_names_the_repo_relative_file_and_the_checkout_once(tmp_path):
+def test_lookup_error_names_the_repo_relative_file_never_the_checkout(tmp_path):
     checkout = tmp_path / "cache" / "0123abcd"
     write(checkout, {"clusters/base/ok.yaml": CM.format(name="ok"), "clusters/base/bad.yaml": "data: {op: [}\n"})
     lookup, variables = make_lookup(tmp_path)
@@ -256,7 +247,7 @@ def test_lookup_error_names_the_repo_relative_file_and_the_checkout_once(tmp_pat
         lookup.run([str(checkout / "clusters" / "base")], variables, root=str(checkout))
     message = str(info.value)
     assert message.startswith("stacksync.k8s.manifests: clusters/base/bad.yaml (document 0, line 1): invalid YAML")
-    assert message.endswith(f"(in checkout {checkout})") and message.count(str(checkout)) == 1
+    assert str(checkout) not in message and str(tmp_path) not in message  # issue 17: the repo path, not the cache
     # Without a root: relative to the term, which is named once at the end.
     with pytest.raises(AnsibleError) as info:
         lookup.run([str(checkout / "clusters")], variables)
@@ -270,3 +261,99 @@ def test_lookup_duplicates_across_terms_under_a_root_are_repo_relative(tmp_path)
     with pytest.raises(AnsibleError, match=r"^stacksync.k8s.manifests: b/y.yaml \(document 0, line 1\): "
                                            r"ConfigMap x is defined twice \(first in a/x.yaml#0\)"):
         lookup.run(["a", "b"], variables, root=str(tmp_path))
+
+
+# ------------------------------------------------------------------------------------------
+# Errors under a root name the file in the repository, never the controller's cache (issue 17)
+# ------------------------------------------------------------------------------------------
+
+def _three_documents(third):
+    return CM.format(name="zero") + "---\n" + CM.format(name="one") + "---\n" + third
+
+
+WRONG_VAULT = VaultLib().encrypt(b"x", VaultSecret(b"another password")).decode()
+BAD_DOCUMENT_2 = {
+    "bad YAML": ("manifests/app.yaml", "data: {op: [}\n", "invalid YAML"),
+    "invalid manifest": ("manifests/app.yaml", CM.format(name="two") + "  labels: {app: -bad-}\n", "invalid label value"),
+    "invalid name": ("manifests/app.yaml", CM.format(name="Two_Bad"), "invalid metadata.name 'Two_Bad'"),
+    "vault value": ("manifests/app.yaml", CM.format(name="two") + "data:\n  k: !vault |\n"
+                    + textwrap.indent(WRONG_VAULT, "    ") + "\n", "cannot decrypt a !vault value"),
+    "template output": ("manifests/app.yaml.j2", CM.format(name="{{ 'Upper' }}"), "invalid metadata.name 'Upper'"),
+}
+
+
+def cache_checkout(tmp_path):
+    """A checkout as the source role leaves it: under the controller's cache directory."""
+    return tmp_path / "home" / ".cache" / "stacksync" / "repos" / "6f1c2a9e"
+
+
+@pytest.mark.parametrize("case", sorted(BAD_DOCUMENT_2))
+def test_lookup_error_in_document_2_names_repo_file_and_document(tmp_path, case):
+    rel, third, problem = BAD_DOCUMENT_2[case]
+    checkout = write(cache_checkout(tmp_path), {rel: _three_documents(third), "manifests/ok.yaml": CM.format(name="ok")})
+    lookup, variables = make_lookup(tmp_path)
+    with pytest.raises(AnsibleError) as info:
+        lookup.run([str(checkout / "manifests")], variables, root=str(checkout))
+    message = str(info.value)
+    assert message.startswith(f"stacksync.k8s.manifests: {rel} (document 2, line "), message
+    assert problem in message
+    assert str(tmp_path) not in message and ".cache" not in message
+
+
+@pytest.mark.parametrize("case, files, expected", [
+    ("template error", {"manifests/app.yaml.j2": _three_documents(CM.format(name="{{ no_such_var }}"))},
+     ["manifests/app.yaml.j2: template error", "no_such_var"]),
+    ("vault file", {"manifests/app.yaml": VaultLib().encrypt(b"a: 1\n", VaultSecret(b"another password"))},
+     ["manifests/app.yaml: cannot decrypt the vault-encrypted file"]),
+    ("missing term", {}, ["manifests does not exist"]),
+])
+def test_lookup_file_errors_under_a_root_never_name_the_cache(tmp_path, case, files, expected):
+    checkout = write(cache_checkout(tmp_path), dict(files, **{"README.md": "x"}))
+    lookup, variables = make_lookup(tmp_path)
+    with pytest.raises(AnsibleError) as info:
+        lookup.run([str(checkout / "manifests")], variables, root=str(checkout))
+    message = str(info.value)
+    assert all(part in message for part in expected), message
+    assert str(tmp_path) not in message and ".cache" not in message
+
+
+needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None and shutil.which("kustomize") is None,
+                                   reason="neither kustomize nor kubectl on PATH")
+
+
+@needs_kubectl
+def test_lookup_kustomize_errors_under_a_root_never_name_the_cache(tmp_path):
+    checkout = write(cache_checkout(tmp_path), {
+        "manifests/broken/kustomization.yaml": "resources: [missing.yaml]\n",
+        "manifests/kust/kustomization.yaml": "resources: [app.yaml]\n",
+        # kustomize sorts its output (kind, then name): this one is its document 2
+        "manifests/kust/app.yaml": _three_documents(CM.format(name="zzz") + "  labels: {app: -bad-}\n"),
+    })
+    lookup, variables = make_lookup(tmp_path)
+    with pytest.raises(AnsibleError) as info:
+        lookup.run([str(checkout / "manifests")], variables, root=str(checkout))
+    message = str(info.value)
+    # kustomize's own message names the missing file by its absolute path: made repository-relative
+    assert message.startswith("stacksync.k8s.manifests: manifests/broken/: kustomize failed"), message
+    assert "manifests/broken" in message.split("kustomize failed", 1)[1] and "missing.yaml" in message
+    assert str(tmp_path) not in message and ".cache" not in message
+    with pytest.raises(AnsibleError) as info:
+        lookup.run([str(checkout / "manifests" / "kust")], variables, root=str(checkout))
+    message = str(info.value)
+    assert message.startswith("stacksync.k8s.manifests: manifests/kust/ (document 2, line "), message
+    assert "invalid label value" in message and str(tmp_path) not in message
+
+
+def test_stack_src_error_names_the_repo_file_never_the_cache(tmp_path):
+    """The stack module's ``src`` renders through this lookup: a broken file of a checkout in the controller's
+    cache fails the task with the lookup's message, naming the file in the repository (issue 17)."""
+    checkout = write(cache_checkout(tmp_path), {"manifests/ok.yaml": CM.format(name="ok"),
+                                                "manifests/app.yaml": _three_documents("data: {op: [}\n")})
+    tasks = [{"name": "sync", "stacksync.k8s.stack": {
+        "name": "demo", "src": str(checkout / "manifests"), "render": {"root": str(checkout)},
+        "kubeconfig": str(tmp_path / "never-read")}}]
+    result = run_playbook(tmp_path, tasks)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert '"msg": "stacksync.k8s.manifests: manifests/app.yaml (document 2, line ' in result.stdout, output
+    assert str(checkout) not in output and ".cache" not in output, output

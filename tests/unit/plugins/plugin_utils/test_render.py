@@ -14,10 +14,16 @@ import jinja2
 import pytest
 from ansible.errors import AnsibleError
 from ansible.parsing.vault import VaultLib, VaultSecret
+from ansible_collections.stacksync.k8s.plugins.module_utils import validation
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOURCE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import render as R
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import render
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "render"
+from tests.conftest import REPO
+from tests.tools.render_bench import write_repo
+from tests.unit.plugins.module_utils.test_validation import BAD_MANIFESTS
+
+FIXTURES = REPO / "tests" / "fixtures" / "render"
 HAVE_KUSTOMIZE = R.default_kustomize_command() is not None
 needs_kustomize = pytest.mark.skipif(not HAVE_KUSTOMIZE, reason="neither kustomize nor kubectl on PATH")
 
@@ -311,6 +317,21 @@ def test_invalid_documents(tmp_path, body, problem):
     assert err.path == "dir/f.yaml" and err.doc == 1 and err.line == 6
     assert problem in str(err)
     assert str(err).startswith("dir/f.yaml (document 1, line 6): ")
+
+
+@pytest.mark.parametrize("manifest, problem", [case for case in BAD_MANIFESTS if not validation.is_list_kind(case[0])])
+def test_the_lookup_refuses_what_the_module_refuses_with_the_same_problem(tmp_path, manifest, problem):
+    """One validator (issue 15): the render side adds the file and document, the problem is the module's."""
+    write(tmp_path, {"dir/f.yaml": CM.format(name="first") + "---\n" + json.dumps(manifest) + "\n"})
+    err = render_error(tmp_path)
+    assert (err.path, err.doc, err.line) == ("dir/f.yaml", 1, 6)
+    assert err.problem == validation.manifest_problem(manifest) and problem in err.problem
+
+
+def test_a_list_inside_a_list_is_refused(tmp_path):
+    inner = {"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}]}
+    write(tmp_path, {"l.json": json.dumps({"apiVersion": "v1", "kind": "List", "items": [inner]})})
+    assert str(render_error(tmp_path)).startswith("l.json (document 0, item 0, line 1): List objects are not supported")
 
 
 def test_invalid_list_item_names_the_item(tmp_path):
@@ -625,3 +646,71 @@ def test_content_after_a_document_end_marker_is_refused(tmp_path):
     err = render_error(tmp_path)
     assert err.path == "e.yaml" and err.doc == 0 and err.line == 6  # the first line after the marker
     assert "content after a '...' document end marker" in str(err)
+
+
+# ------------------------------------------------------------------------------------------
+# Under a root, messages name paths in the repository (issue 17)
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("lstat /srv/cache/ab12/apps/x.yaml: no such file", "lstat apps/x.yaml: no such file"),
+    ("kubectl kustomize /srv/cache/ab12/apps exited", "kubectl kustomize apps exited"),
+    ("in '/srv/cache/ab12'", "in '.'"),
+    ("cwd /srv/cache/ab12, then /srv/cache/ab12/", "cwd ., then "),
+    ("/srv/cache/ab12-other/x and /srv/cache/ab123 and /x/srv/cache/ab12/y", None),  # other paths
+    ("nothing to change", None),
+])
+def test_relative_text(text, expected):
+    assert R.relative_text(text, "/srv/cache/ab12/") == (text if expected is None else expected)
+
+
+def test_relative_text_leaves_everything_for_the_file_system_root():
+    assert R.relative_text("/etc/x", "/") == "/etc/x"
+
+
+def test_shown_path():
+    assert R.shown_path("/srv/c/repo/apps/../base", "/srv/c/repo") == "base"
+    assert R.shown_path("/srv/c/other", "/srv/c/repo") == "../other"
+    assert R.shown_path("/srv/c/repo/apps", None) == "/srv/c/repo/apps"
+
+
+def test_errors_under_a_root_name_no_controller_path(tmp_path):
+    checkout = write(tmp_path / "cache" / "abcd", {"apps/ok.yaml": CM.format(name="ok"), "other/x.yaml": "x: [\n"})
+    for path, expected in [(checkout / "apps" / "nope", "apps/nope does not exist"),
+                           (checkout / "other", "other/x.yaml (document 0, line 3): invalid YAML"),
+                           (tmp_path, "resolves outside the checkout: refused")]:
+        err = render_error(path, root=str(checkout))
+        assert expected in str(err) and str(checkout) not in str(err), str(err)
+
+
+@needs_kustomize
+def test_kustomize_messages_under_a_root_are_repository_relative(tmp_path):
+    checkout = write(tmp_path / "cache" / "abcd", {"apps/bad/kustomization.yaml": "resources: [missing.yaml]\n"})
+    err = render_error(checkout / "apps", root=str(checkout))
+    assert err.path == "apps/bad/" and "kustomize failed" in str(err)
+    assert "apps/bad" in err.problem and str(tmp_path) not in str(err)
+
+
+# ------------------------------------------------------------------------------------------
+# Rendering at the scale of the acceptance fixture: 2,000 manifests across 200 files. Correctness
+# only; the speed of this same fixture is measured by ``python -m tests.tools.render_bench`` (part of
+# ``make bench``), not asserted by a timed test.
+# ------------------------------------------------------------------------------------------
+
+FILES = 200
+DOCS_PER_FILE = 10
+
+
+@pytest.mark.slow
+def test_2000_manifests_in_200_files_render_completely_and_in_order(tmp_path):
+    write_repo(tmp_path, FILES, DOCS_PER_FILE)
+    manifests = render(str(tmp_path))
+    assert len(manifests) == FILES * DOCS_PER_FILE
+    names = [m["metadata"]["name"] for m in manifests]
+    assert len(set(names)) == len(names)
+    # Files in sorted path order (team-NN/svc-NNN), documents in file order.
+    files = sorted(range(FILES), key=lambda f: (f % 20, f))
+    expected = [f"app-{f}-{d}" for f in files for d in range(DOCS_PER_FILE)]
+    assert names == expected
+    assert all(m["kind"] == "Deployment" and m["metadata"]["namespace"].startswith("team-") for m in manifests)
+    assert render(str(tmp_path)) == manifests

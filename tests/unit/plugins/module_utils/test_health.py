@@ -1,4 +1,4 @@
-"""Health rules (plugins/module_utils/health.py) and wait readiness (wait.py) against objects recorded
+"""health.py: the health of every recorded object (kstatus / Argo CD vocabularies), recorded
 from a real kube-apiserver + kube-controller-manager (tests/unit/fixtures/health/README.md)."""
 
 import copy
@@ -7,11 +7,13 @@ import os
 
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils import health as hl
-from ansible_collections.stacksync.k8s.plugins.module_utils.health_status import Health
+from ansible_collections.stacksync.k8s.plugins.module_utils.health_status import Health, get_condition
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
-from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, compile_conditions, condition, evaluate, is_ready, not_ready_reason
+from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, is_ready, not_ready_reason
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "health")
+from tests.conftest import REPO
+
+FIXTURES = os.path.join(str(REPO), "tests", "unit", "fixtures", "health")
 
 
 def load(name):
@@ -133,7 +135,6 @@ def test_unreadable_status_is_unknown_not_an_exception():
     assert is_ready(oid_of(dep), dep) is False
 
 
-# -- rules exercised on recorded objects with one field changed -----------------------------------
 def test_deployment_rollout_steps():
     dep = load("deployment-available")
     dep["metadata"]["generation"] = 2
@@ -207,29 +208,6 @@ def test_stalled_and_reconciling_apply_to_built_in_kinds_too():
     assert hl.health(dep)[:3] == ("Failed", "Degraded", "Blocked")
 
 
-# -- wait: user rules win ------------------------------------------------------------------------
-def test_user_rule_wins_both_ways():
-    stalled = load("deployment-stalled")
-    oid = oid_of(stalled)
-    rules = compile_conditions([{"kind": "Deployment", "group": "apps", "expression": "status.updatedReplicas == `1`"}])
-    assert is_ready(oid, stalled, rules) is True  # no NotReady: the user's rule decides
-    assert evaluate(oid, stalled, rules).reason == "WaitConditionMet"
-    rules = compile_conditions([{"kind": "Deployment", "expression": "status.readyReplicas == `1`"}])
-    assert is_ready(oid, stalled, rules) is False
-    assert not_ready_reason(oid, stalled, rules) == (
-        "Progressing (WaitConditionNotMet): wait_condition status.readyReplicas == `1` is not true yet")
-    # a rule for another group does not apply
-    rules = compile_conditions([{"kind": "Deployment", "group": "example.com", "expression": "`true`"}])
-    with pytest.raises(NotReady):
-        is_ready(oid, stalled, rules)
-
-
-def test_condition_helper():
-    dep = load("deployment-stalled")
-    assert condition(dep, "Progressing") == "False" and condition(dep, "Available") == "False"
-    assert condition(dep, "Ready") is None and condition({}, "Ready") is None
-
-
 def test_health_is_a_value():
     got = hl.health(load("job-deadline-exceeded"))
     assert got.to_dict() == {"status": "Failed", "health": "Degraded", "reason": "DeadlineExceeded",
@@ -238,3 +216,9 @@ def test_health_is_a_value():
     assert got.failed and not got.ready
     obj = load("configmap")
     assert hl.health(obj) == hl.health(copy.deepcopy(obj))
+
+
+def test_condition_helper():
+    dep = load("deployment-stalled")
+    assert get_condition(dep, "Progressing")["status"] == "False" and get_condition(dep, "Available")["status"] == "False"
+    assert get_condition(dep, "Ready") is None and get_condition({}, "Ready") is None

@@ -1,0 +1,50 @@
+"""diff.py: containment, in-sync check, Secret redaction in diffs."""
+
+import json
+
+from ansible_collections.stacksync.k8s.plugins.module_utils import objects as o
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.diff import contains, in_sync, object_diff, redact_secret
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
+
+from tests.unit.plugins.module_utils.test_objects import cm
+
+
+def test_contains():
+    live = {"a": 1, "b": {"c": [1, 2], "d": "x"}, "e": [{"name": "n1", "v": 1, "extra": 0}, {"name": "n2", "v": 2}]}
+    assert contains({"a": 1, "b": {"d": "x"}}, live)
+    assert not contains({"a": 2}, live)
+    assert not contains({"z": 1}, live)
+    assert not contains({"b": {"c": [1]}}, live)
+    assert contains({"e": [{"name": "n2", "v": 2}, {"name": "n1", "v": 1}]}, live)  # merge key, any order
+    assert not contains({"e": [{"name": "n1", "v": 9}, {"name": "n2", "v": 2}]}, live)
+    assert contains({"z": None, "y": {}, "x": []}, live)  # empty / null == absent
+    assert not contains({"a": True}, {"a": 1})
+
+
+def test_in_sync_needs_checksum_and_content():
+    desired = o.stamp(cm(ns="n"), "s", ObjectId("", "ConfigMap", "n", "c"), "sha256:1")
+    live = json.loads(json.dumps(desired))
+    live["metadata"]["uid"] = "u"
+    assert in_sync(desired, live, CHECKSUM_ANNOTATION)
+    live["data"]["a"] = "edited"
+    assert not in_sync(desired, live, CHECKSUM_ANNOTATION)
+    live["data"]["a"] = "1"
+    live["metadata"]["annotations"][CHECKSUM_ANNOTATION] = "sha256:old"
+    assert not in_sync(desired, live, CHECKSUM_ANNOTATION)
+    assert not in_sync(desired, None, CHECKSUM_ANNOTATION)
+
+
+def test_secret_redaction_marks_changed_keys_only():
+    before = {
+        "kind": "Secret",
+        "data": {"a": "QQ==", "b": "Qg=="},
+        "metadata": {"annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{secret}"}},
+    }
+    after = {"kind": "Secret", "data": {"a": "QQ==", "b": "Qw==", "c": "RA=="}}
+    d = object_diff(before, after, secret=True)
+    text = json.dumps(d)
+    for value in ("QQ==", "Qg==", "Qw==", "RA==", "{secret}"):
+        assert value not in text
+    assert d["after"]["data"] == {"a": "<redacted>", "b": "<redacted, changed>", "c": "<redacted, changed>"}
+    assert redact_secret(None) is None

@@ -1,0 +1,36 @@
+"""info.py: stack_info's argument spec (the render options of stack, documented alike) and its run."""
+
+import pytest
+import yaml
+from ansible_collections.stacksync.k8s.plugins.module_utils import info
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import validate_args
+
+
+def test_stack_info_takes_the_render_options_of_stack_documented_alike():
+    from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC as STACK_SPEC
+    from ansible_collections.stacksync.k8s.plugins.modules import stack, stack_info
+
+    assert info.ARGUMENT_SPEC["render"] == STACK_SPEC["render"] and info.ARGUMENT_SPEC["src"] == STACK_SPEC["src"]
+    stack_doc = yaml.safe_load(stack.DOCUMENTATION)["options"]
+    info_doc = yaml.safe_load(stack_info.DOCUMENTATION)["options"]
+    assert info_doc["render"] == stack_doc["render"]
+    # every other option stack_info shares with stack has stack's default
+    for name, spec in info.ARGUMENT_SPEC.items():
+        if name != "resources" and name in STACK_SPEC:
+            assert spec.get("default") == STACK_SPEC[name].get("default"), name
+
+
+def test_the_module_alone_refuses_src():
+    params = validate_args(dict(name="s", src="/srv/apps"), info.ARGUMENT_SPEC, info.MUTUALLY_EXCLUSIVE).validated_parameters
+    with pytest.raises(RunFailed) as e:
+        info.run_stack_info(params)
+    assert e.value.msg == info.SRC_WITHOUT_ACTION
+
+
+def test_a_connection_problem_fails_the_run_with_its_message(tmp_path):
+    params = validate_args(dict(name="s", kubeconfig=str(tmp_path / "missing")), info.ARGUMENT_SPEC,
+                           info.MUTUALLY_EXCLUSIVE).validated_parameters
+    with pytest.raises(RunFailed) as e:
+        info.run_stack_info(params)
+    assert "missing" in e.value.msg
