@@ -44,6 +44,9 @@ except ImportError:  # pragma: no cover - ansible-core < 2.19
 
 display = Display()
 
+LOOKUP = "stacksync.k8s.manifests"
+DISCOVERED_FACT = "discovered_interpreter_python"
+
 
 def args_json(value):
     """``value`` as compact JSON, as ansible-core encodes module arguments (:data:`ARGS_ENCODER`).
@@ -56,9 +59,6 @@ def args_json(value):
         return json.dumps(value, separators=(",", ":"))
     except (TypeError, ValueError):
         return json.dumps(value, cls=ARGS_ENCODER, separators=(",", ":"))
-
-LOOKUP = "stacksync.k8s.manifests"
-DISCOVERED_FACT = "discovered_interpreter_python"
 
 
 def validation_message(validated, module):
