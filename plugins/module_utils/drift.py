@@ -129,6 +129,9 @@ def _wanted(manifest, prefix=()):
     return out
 
 
+_ABSENT = object()
+
+
 def _unowned(manifest, node, prefix=()):
     """The paths of :func:`_wanted` (same order) that the ``fieldsV1`` tree ``node`` does not hold:
     not in it, and not below a field owned as a whole (an atomic map, or an object whose schema
@@ -147,9 +150,6 @@ def _unowned(manifest, node, prefix=()):
             out.extend(_unowned(value, sub, path))
         # else: a leaf we own, or a field owned as a whole (empty set in the tree)
     return out
-
-
-_ABSENT = object()
 
 
 def lost(manifest, live, field_manager, found=None):

@@ -6,7 +6,7 @@
 Reading, preparing and planning thousands of manifests and live objects allocates millions of
 dicts and lists that stay alive until the run ends. Every few hundred allocations the collector
 walks the young objects, and its full collections walk all of them: at 10,000 objects that was
-40% of the engine's CPU in a no-op (decoding the list pages, building identities), collecting
+half of the engine's CPU in a no-op (decoding the list pages, building identities), collecting
 nothing, since these structures form no reference cycles. The collector is switched off while
 such a step runs and on again after it (a nested step leaves it to the outermost one; a
 collector that was already off stays off). Reference counting still frees whatever is dropped;
