@@ -11,12 +11,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 
 from ansible.errors import AnsibleError
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
+from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Progress, interval_from_env
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     ARGUMENT_SPEC,
@@ -24,8 +24,8 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     run_stack,
 )
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import (
-    ARGS_ENCODER,
     StackActionBase,
+    args_json,
     validate_args,
     validation_message,
 )
@@ -56,6 +56,7 @@ class ActionModule(StackActionBase):
     _supports_check_mode = True
     _supports_async = True  # as a module process
 
+    @gc_paused  # the task's worker process builds and reads thousands of manifests; see module_utils/gcpause.py
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars if task_vars is not None else {}
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -116,7 +117,7 @@ class ActionModule(StackActionBase):
             return args
         tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
         path = self._connection._shell.join_path(tmpdir, RESOURCES_FILE)
-        self._transfer_data(path, json.dumps(resources, cls=ARGS_ENCODER, separators=(",", ":")))
+        self._transfer_data(path, args_json(resources))
         self._fixup_perms2((path,), execute=False)
         args = dict(args, resources_file=path)
         args.pop("resources", None)

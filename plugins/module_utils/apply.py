@@ -19,6 +19,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils import changeset as 
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import JSON_PATCH, ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import object_diff
 from ansible_collections.stacksync.k8s.plugins.module_utils.drift import foreign_tool, takeover_patch
+from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, redact_secret_message, ssa_policy
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import CRD_GK, NAMESPACE_GK, by_stage
@@ -140,6 +141,7 @@ class Applier:
             return None, None, "%s: recreate failed: %s" % (d.oid, api_message(d, e.describe()))
         return C.CONFIGURED, obj, None
 
+    @gc_paused
     def apply_all(self, to_apply, ours, changeset, dry_run):
         """Apply stage by stage; returns ``[(Desired, live object)]`` written."""
         written = []

@@ -68,10 +68,11 @@ def is_ours(entry, field_manager):
     return entry.get("manager") == field_manager and entry.get("operation") == "Apply"
 
 
-def to_take(live, field_manager, patterns):
-    """The managedFields entries a sync takes over: people's tools, and our own non-Apply entries."""
+def to_take(live, field_manager, patterns, found=None):
+    """The managedFields entries a sync takes over: people's tools, and our own non-Apply entries.
+    ``found``: the object's :func:`entries`, when the caller has them already."""
     out = []
-    for e in entries(live):
+    for e in entries(live) if found is None else found:
         if e.get("subresource") == "status" or is_ours(e, field_manager):
             continue
         if e.get("manager") == field_manager or any(p.matches(e) for p in patterns):
@@ -128,40 +129,53 @@ def _wanted(manifest, prefix=()):
     return out
 
 
-def _owned(fields, path):
-    """True if ``path`` is in the ``fieldsV1`` tree, or below a field owned as a whole (an atomic map,
-    or an object whose schema preserves unknown fields: the server records no children then)."""
-    node = fields
-    for name in path:
-        if not isinstance(node, dict) or ("f:" + name) not in node:
-            return False
-        node = node["f:" + name]
-        if not node:
-            return True
-    return True
+_ABSENT = object()
 
 
-def lost(manifest, live, field_manager):
+def _unowned(manifest, node, prefix=()):
+    """The paths of :func:`_wanted` (same order) that the ``fieldsV1`` tree ``node`` does not hold:
+    not in it, and not below a field owned as a whole (an atomic map, or an object whose schema
+    preserves unknown fields: the server records no children then). One walk of both trees."""
+    out = []
+    for key, value in manifest.items():
+        if value is None or (not prefix and key in ("apiVersion", "kind", "status")):
+            continue
+        if prefix == ("metadata",) and key in ("name", "namespace", "generateName"):
+            continue
+        path = (*prefix, key)
+        sub = node.get("f:" + key, _ABSENT) if isinstance(node, dict) else _ABSENT
+        if sub is _ABSENT:  # not owned: every field under it is lost
+            out.extend(_wanted(value, path) if isinstance(value, dict) and value else [path])
+        elif sub and isinstance(value, dict) and value:
+            out.extend(_unowned(value, sub, path))
+        # else: a leaf we own, or a field owned as a whole (empty set in the tree)
+    return out
+
+
+def lost(manifest, live, field_manager, found=None):
     """Paths of the manifest our manager no longer owns (someone changed or removed them), or
-    None if the object has no Apply entry of ours at all."""
-    ours = [e for e in entries(live) if is_ours(e, field_manager)]
+    None if the object has no Apply entry of ours at all. ``found``: the object's :func:`entries`."""
+    ours = [e for e in (entries(live) if found is None else found) if is_ours(e, field_manager)]
     if not ours:
         return None
-    fields = {}
-    for e in ours:
-        fields = union(fields, e.get("fieldsV1") or {})
-    return [".".join(p) for p in _wanted(manifest) if not _owned(fields, p)]
+    fields = ours[0].get("fieldsV1") or {}
+    if len(ours) > 1 or not isinstance(fields, dict):
+        fields = {}
+        for e in ours:
+            fields = union(fields, e.get("fieldsV1") or {})
+    return [".".join(p) for p in _unowned(manifest, fields)]
 
 
 def drift(manifest, live, field_manager, patterns, take_over=True):
     """What of ``live`` an apply of ``manifest`` would change: ``[{"manager", "operation", "fields"}]``
     (empty: nothing). ``take_over=False`` (the merge policy): others' fields are not drift."""
     found = []
+    live_entries = entries(live)
     if take_over:
-        for e in to_take(live, field_manager, patterns):
+        for e in to_take(live, field_manager, patterns, live_entries):
             found.append({"manager": e.get("manager"), "operation": e.get("operation"),
                           "fields": paths(e.get("fieldsV1") or {})})
-    missing = lost(manifest, live, field_manager)
+    missing = lost(manifest, live, field_manager, live_entries)
     if missing is None:
         found.append({"manager": field_manager, "operation": "Apply", "fields": [], "reason": "not applied by us yet"})
     elif missing:

@@ -23,6 +23,7 @@ __metaclass__ = type
 
 import base64
 import contextlib
+import functools
 import hashlib
 import hmac
 import json
@@ -208,6 +209,11 @@ def stack_checksum(checksums):
     return "sha256:" + hashlib.sha256("\n".join(sorted(checksums)).encode("utf-8")).hexdigest()
 
 
+#: owner marks remembered (a run computes each object's mark several times: stamp, plan, prune)
+OWNER_MARK_CACHE = 1 << 15
+
+
+@functools.lru_cache(maxsize=OWNER_MARK_CACHE)
 def owner_mark(stack, oid):
     """Short SHA-256 of the stack name and the object's identity (not a secret, a binding)."""
     text = "\n".join([stack, oid.group, oid.kind, oid.namespace, oid.name])

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import STACK_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import label, live_identity
 
@@ -84,6 +85,7 @@ class Observer:
                     return info, None, str(e2)
             return info, None, str(e)
 
+    @gc_paused
     def observe(self, desired, changeset):
         """The :class:`Snapshot` of the stack (warnings go to ``changeset``)."""
         snap = Snapshot()

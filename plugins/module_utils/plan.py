@@ -17,6 +17,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHE
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import in_sync
 from ansible_collections.stacksync.k8s.plugins.module_utils.drift import drift as drift_of
 from ansible_collections.stacksync.k8s.plugins.module_utils.drift import entries as drift_entries
+from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import identity_digest
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, is_ignored, owned_by, prune_disabled, ssa_policy
 
@@ -146,6 +147,7 @@ class PrunePlan:
         return set(oid for oid, _i, _o in self.candidates)
 
 
+@gc_paused
 def prune_plan(ours, stack, desired_ids, desired_checksums, declared_elsewhere=None, contents=None):
     """The prune plan of a stack: pure.
 
@@ -155,7 +157,7 @@ def prune_plan(ours, stack, desired_ids, desired_checksums, declared_elsewhere=N
         the candidates (None: not read yet; they stay candidates and are listed in ``holders``).
     """
     plan = PrunePlan()
-    for oid, (info, obj) in sorted(ours.items()):
+    for oid, (info, obj) in ours.items():
         if owned_by(obj, stack, oid):
             plan.owned += 1
         reason = prune_decision(obj, oid, stack, desired_ids, desired_checksums)
@@ -180,7 +182,15 @@ def prune_plan(ours, stack, desired_ids, desired_checksums, declared_elsewhere=N
                 plan.kept.append((oid, info, obj, reason))
                 continue
         plan.candidates.append((oid, info, obj))
+    # in identity order; sorting what is left is cheaper than sorting every live object first
+    for entries in (plan.candidates, plan.kept, plan.terminating, plan.releases):
+        entries.sort(key=_first)
+    plan.holders.sort()
     return plan
+
+
+def _first(entry):
+    return entry[0]
 
 
 #: default prune budget: half the stack's objects, and never fewer than this many
@@ -240,6 +250,7 @@ def in_sync_by_ownership(d, live, field_manager, patterns):
     return not d.drift
 
 
+@gc_paused
 def apply_plan(desired, ours, field_manager, patterns):
     """``(to_apply, unchanged, ignored)`` of the desired objects (``[Desired]``) against ``ours``
     (``{ObjectId: (info, live)}``): to write, already in sync, opted out (``ignored``: the ignore

@@ -15,6 +15,7 @@ __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import ResourceInfo, UnknownKind
+from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import split_api_version
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
     checksum,
@@ -111,8 +112,8 @@ def crd_kinds(manifests):
     return out
 
 
-def _resolve(discovery, crds, m, what):
-    """``(info, from_crd)`` of manifest ``m``; raises UnknownKind / PrepareError."""
+def _resolve(discovery, crds, m, i, src):
+    """``(info, from_crd)`` of manifest ``m`` (``resources[i]``, from ``src``); raises UnknownKind / PrepareError."""
     group, version = split_api_version(m["apiVersion"])
     info = discovery.index.lookup(group, m["kind"], version)
     from_crd = False
@@ -121,7 +122,7 @@ def _resolve(discovery, crds, m, what):
     if info is None:
         info = discovery.resolve(group, m["kind"], version)
     if not info.can("patch"):
-        raise PrepareError("%s: the API does not allow server-side apply (patch) on %s" % (what, info.plural))
+        raise PrepareError("%s: the API does not allow server-side apply (patch) on %s" % (describe(m, i, src), info.plural))
     return info, from_crd
 
 
@@ -138,6 +139,14 @@ def _problem(m, oid, record_namespace):
     return size_problem(m, oid)
 
 
+def _described(m, namespace, i, src):
+    """:func:`describe` of ``m`` with ``metadata.namespace`` as it was written (``namespace``)."""
+    meta = dict(m["metadata"])
+    meta["namespace"] = namespace
+    return describe(dict(m, metadata=meta), i, src)
+
+
+@gc_paused
 def prepare(resources, discovery, opts, warn):
     """Validate and resolve ``resources`` for the run with options ``opts``: ``[Desired]``.
 
@@ -147,15 +156,15 @@ def prepare(resources, discovery, opts, warn):
     crds = crd_kinds(manifests)
     desired, errors, seen = [], [], {}
     for i, src, m in manifests:
-        what = describe(m, i, src)  # before resolve_identity fills in the default namespace
         try:
-            info, from_crd = _resolve(discovery, crds, m, what)
+            info, from_crd = _resolve(discovery, crds, m, i, src)
         except UnknownKind as e:
-            errors.append("%s: %s" % (what, e))
+            errors.append("%s: %s" % (describe(m, i, src), e))
             continue
         except PrepareError as e:
             errors.append(str(e))
             continue
+        given_namespace = m["metadata"].get("namespace")  # for messages: as written, before the default fills it in
         oid, warning = resolve_identity(m, info, opts.namespace)
         if warning:
             warn("%s (%s)" % (warning, origin(i, src)))
@@ -165,7 +174,7 @@ def prepare(resources, discovery, opts, warn):
         seen[oid] = (i, src)
         problem = _problem(m, oid, opts.record_namespace)
         if problem:
-            errors.append("%s: %s" % (what, problem))
+            errors.append("%s: %s" % (_described(m, given_namespace, i, src), problem))
             continue
         desired.append(Desired(oid, info, m, i, from_crd, src))
     if errors:
@@ -173,6 +182,7 @@ def prepare(resources, discovery, opts, warn):
     return desired
 
 
+@gc_paused
 def stamp_all(desired, stack, key):
     """Compute checksums and stamp our metadata (Secrets keyed; without a key they never match live)."""
     for d in desired:

@@ -411,6 +411,7 @@ diff:
   elements: dict
 """
 
+import gc  # noqa: E402
 import os  # noqa: E402
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import StackModule  # noqa: E402
@@ -424,6 +425,9 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (  # n
 
 
 def main():
+    # a process for one run: nothing to gain from collecting reference cycles among the thousands of
+    # manifests and live objects it reads (a full collection walks all of them); it exits after
+    gc.disable()
     module = StackModule(argument_spec=ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE, supports_check_mode=True)
     try:
         progress = Progress(module.log, interval_from_env(os.environ), prefix="stack %s: " % module.params["name"])

@@ -19,7 +19,9 @@ from .repo import Repo
 from .tools import PLAYBOOKS
 
 MODULE_DEFAULT_CONCURRENCY = 16  # the stack module's default (modules/stack.py)
-PHASES = ("prepare", "_stamp", "observe", "plan", "_apply_all", "_prune")
+#: the engine's steps timed: (name, path of the object holding it from the manager, attribute)
+PHASES = (("prepare", "", "prepare"), ("observe", "observer", "observe"), ("plan", "", "_plan"),
+          ("execute", "", "execute"))
 IMPORTS = ("from ansible_collections.stacksync.k8s.plugins.module_utils import auth, manager; "
            "import kubernetes.config, kubernetes.client")
 
@@ -68,8 +70,9 @@ def engine_run(resources, kubeconfig, concurrency):
     clock = RequestClock(client)
     manager = StackManager(client, "bench-profile", concurrency=concurrency)
     phases = {}
-    for name in PHASES:
-        setattr(manager, name, _timed(getattr(manager, name), name, phases))
+    for name, holder, attribute in PHASES:
+        obj = getattr(manager, holder) if holder else manager
+        setattr(obj, attribute, _timed(getattr(obj, attribute), name, phases))
     own = copy.deepcopy(resources)  # the module owns its arguments; not part of the engine's time
     profiler = cProfile.Profile()
     start = time.monotonic()
