@@ -79,38 +79,6 @@ options:
       - A relative path is relative to the playbook directory, as for the lookup. Mutually exclusive with O(resources)
         and O(resources_file).
     type: path
-  render:
-    description:
-      - How O(src) is rendered; the options of the C(stacksync.k8s.manifests) lookup, with its defaults.
-    type: dict
-    suboptions:
-      root:
-        description: The checkout O(src) belongs to; nothing that resolves outside it is read (default O(src) itself).
-        type: path
-      include:
-        description: Glob patterns, relative to O(src), of the files to read (default all).
-        type: list
-        elements: str
-      exclude:
-        description: Glob patterns, relative to O(src), of files and directories to skip.
-        type: list
-        elements: str
-      recursive:
-        description: Descend into subdirectories (default V(true)).
-        type: bool
-      template_vars:
-        description: Extra variables for C(*.j2) templates, on top of the task's variables.
-        type: dict
-      max_file_size:
-        description: Refuse manifest files larger than this many bytes (default 10 MiB). C(0) disables the limit.
-        type: int
-      kustomize_command:
-        description: Command that renders a kustomization directory (the directory is appended).
-        type: list
-        elements: str
-      kustomize_timeout:
-        description: Seconds to wait for kustomize to render one directory (default 300).
-        type: int
   state:
     description:
       - V(present) applies O(resources) and prunes what the stack no longer declares.
@@ -262,6 +230,7 @@ options:
     default: ~/.kube/cache/stacksync
 extends_documentation_fragment:
   - stacksync.k8s.k8s_auth
+  - stacksync.k8s.render
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:

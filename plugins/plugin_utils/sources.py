@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import posixpath
 
+from ansible_collections.stacksync.k8s.plugins.module_utils import health_status as hs
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url, stack_name
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import PASSTHROUGH
 from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
@@ -26,7 +27,7 @@ SOURCE_DEFAULTS = {"version": "HEAD", "path": ".", "stack": "", "include": [], "
 HOST_CREDENTIALS = ("kubeconfig", "context", "host", "api_key", "username", "password", "ca_cert", "client_cert",
                     "client_key")
 LIST_LIMIT = 20  # objects listed per stack and kind of outcome in the summary
-HEALTHY = ("Healthy", "Current")
+HEALTHY = (hs.HEALTHY, hs.CURRENT)  # health as stack_info / wait report it
 
 
 class SourceError(ValueError):

@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Option ``render`` of the modules that take ``src`` (stack, stack_info): the manifests lookup's options."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    DOCUMENTATION = r"""
+options:
+  render:
+    description:
+      - How O(src) is rendered; the options of the C(stacksync.k8s.manifests) lookup, with its defaults.
+    type: dict
+    suboptions:
+      root:
+        description: The checkout O(src) belongs to; nothing that resolves outside it is read (default O(src) itself).
+        type: path
+      include:
+        description: Glob patterns, relative to O(src), of the files to read (default all).
+        type: list
+        elements: str
+      exclude:
+        description: Glob patterns, relative to O(src), of files and directories to skip.
+        type: list
+        elements: str
+      recursive:
+        description: Descend into subdirectories (default V(true)).
+        type: bool
+      template_vars:
+        description: Extra variables for C(*.j2) templates, on top of the task's variables.
+        type: dict
+      max_file_size:
+        description: Refuse manifest files larger than this many bytes (default 10 MiB). C(0) disables the limit.
+        type: int
+      kustomize_command:
+        description: Command that renders a kustomization directory (the directory is appended).
+        type: list
+        elements: str
+      kustomize_timeout:
+        description: Seconds to wait for kustomize to render one directory (default 300).
+        type: int
+"""
