@@ -9,12 +9,16 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import 
 
 def test_stack_info_takes_the_render_options_of_stack_documented_alike():
     from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC as STACK_SPEC
+    from ansible_collections.stacksync.k8s.plugins.doc_fragments import render
     from ansible_collections.stacksync.k8s.plugins.modules import stack, stack_info
 
     assert info.ARGUMENT_SPEC["render"] == STACK_SPEC["render"] and info.ARGUMENT_SPEC["src"] == STACK_SPEC["src"]
-    stack_doc = yaml.safe_load(stack.DOCUMENTATION)["options"]
-    info_doc = yaml.safe_load(stack_info.DOCUMENTATION)["options"]
-    assert info_doc["render"] == stack_doc["render"]
+    # both document `render` with one doc fragment, which documents every suboption the spec has
+    for module in (stack, stack_info):
+        doc = yaml.safe_load(module.DOCUMENTATION)
+        assert "stacksync.k8s.render" in doc["extends_documentation_fragment"] and "render" not in doc["options"]
+    documented = yaml.safe_load(render.ModuleDocFragment.DOCUMENTATION)["options"]["render"]["suboptions"]
+    assert set(documented) == set(STACK_SPEC["render"]["options"])
     # every other option stack_info shares with stack has stack's default
     for name, spec in info.ARGUMENT_SPEC.items():
         if name != "resources" and name in STACK_SPEC:
