@@ -8,8 +8,8 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import 
 
 
 def test_stack_info_takes_the_render_options_of_stack_documented_alike():
-    from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC as STACK_SPEC
     from ansible_collections.stacksync.k8s.plugins.doc_fragments import render
+    from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC as STACK_SPEC
     from ansible_collections.stacksync.k8s.plugins.modules import stack, stack_info
 
     assert info.ARGUMENT_SPEC["render"] == STACK_SPEC["render"] and info.ARGUMENT_SPEC["src"] == STACK_SPEC["src"]
