@@ -47,11 +47,10 @@ class ActionModule(ActionBase):
         try:
             sources = sp.order(sp.resolve(params["sources"], dict(
                 version=params["version"], path=params["path"], prune=params["prune"])))
-            prepared = [self._prepare(s, params, task_vars) for s in sources]
-        except (sp.SourceError, CheckoutError, AnsibleError) as e:
+        except sp.SourceError as e:
             result.update(failed=True, msg=str(e))
             return result
-        entries = self._sync(prepared, params, task_vars)
+        entries = self._sync([self._prepare(s, params, task_vars) for s in sources], params, task_vars)
         if params["summary"]:
             display.display("\n".join(sp.summary_lines(self._host, entries, bool(self._task.check_mode))))
         result.update(
@@ -76,9 +75,19 @@ class ActionModule(ActionBase):
     # -- the edges: git, rendering, stack runs ------------------------------------------------------
 
     def _prepare(self, source, params, task_vars):
-        """``(source, commit, resources)``: the source checked out and rendered (nothing for state absent)."""
+        """``(source, commit, resources, error)``: the source checked out and rendered (nothing for state absent).
+
+        A source that cannot be fetched or rendered fails alone: the stacks that do not depend on it are
+        applied, nothing is pruned (as when an apply fails), and its error is the task's message.
+        """
         if source["state"] == "absent":
-            return source, "", None
+            return source, "", None, None
+        try:
+            return self._render(source, params, task_vars) + (None,)
+        except (CheckoutError, AnsibleError) as e:
+            return source, "", None, str(e)
+
+    def _render(self, source, params, task_vars):
         started = time.monotonic()
         # fetched once per run of this task for every host; a later task (another include of the role, a
         # second play) fetches again, so a play that commits and then syncs sees its commit
@@ -112,8 +121,13 @@ class ActionModule(ActionBase):
         one_run = len(prepared) == 1 and bool(present) and present[0][0]["prune"]
         waited = sp.dependents([p[0] for p in prepared])
         applied, failed, seconds = {}, set(), {}
-        for source, commit, resources in present:
+        for source, commit, resources, error in present:
             blocked = sp.blocked_by(source, failed)
+            if error:
+                failed.add(source["stack"])
+                self._say(source["stack"], "not applied: its source could not be fetched or rendered (the error is in "
+                                           "the task's message)")
+                continue
             if blocked:
                 failed.add(source["stack"])
                 self._say(source["stack"], "not applied: it depends on %s, which failed" % ", ".join(blocked))
@@ -132,7 +146,7 @@ class ActionModule(ActionBase):
             self._say(source["stack"], self._outcome(res, seconds[source["stack"]], "all" if one_run else "apply"))
         pruned = {}
         if not failed and not one_run:
-            for source, commit, resources in reversed(prepared):
+            for source, commit, resources, error in reversed(prepared):
                 if source["state"] == "present" and not source["prune"]:
                     continue
                 started = time.monotonic()
@@ -143,8 +157,8 @@ class ActionModule(ActionBase):
                 self._say(source["stack"], self._outcome(res, took, "prune" if source["state"] == "present" else "delete"))
         return [sp.stack_entry(s, commit, len(resources or []), applied.get(s["stack"]), pruned.get(s["stack"]),
                                one_run=one_run, seconds=seconds.get(s["stack"], 0.0),
-                               blocked=sp.blocked_by(s, failed) if s["stack"] not in applied else None)
-                for s, commit, resources in prepared]
+                               blocked=sp.blocked_by(s, failed) if s["stack"] not in applied else None, error=error)
+                for s, commit, resources, error in prepared]
 
     @staticmethod
     def _outcome(res, seconds, phase):

@@ -17,7 +17,9 @@ description:
     C(stacksync.k8s.stack) and only when every apply succeeded prunes every stack. An object that moved from one
     source to another in the same commit is therefore re-labelled by its new stack before the old one prunes.
   - Every source is checked (options, unique stack names, O(sources[].depends_on)), fetched and rendered before
-    anything is written; a broken tree in one source stops the whole sync.
+    anything is written. A source that cannot be fetched or rendered fails alone, as in Flux: its stack and the
+    stacks that depend on it are not applied, the others are, nothing is pruned, and the task fails with the
+    error (naming the file relative to the repository).
   - Checkouts live under O(cache_dir), one per repository and version. A checkout is fetched once per task
     run, whatever the number of hosts and forks, so every cluster the task syncs gets the same commit (a later
     task, such as another include of the role, fetches again). The repository URL (and any credentials in it) is given to C(git fetch) and never stored in the

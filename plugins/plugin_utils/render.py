@@ -493,6 +493,29 @@ def check_kustomization_references(kdir, root, rel, visited=None):
                 check_kustomization_references(real, root, rel, visited)
 
 
+#: klog's line header (``E1203 14:20:16.401638   26798 run.go:72] ``), as kubectl prints its errors.
+_KLOG_HEADER = re.compile(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w.-]+:\d+\] ")
+_KLOG_ERR = re.compile(r'\berr="((?:[^"\\]|\\.)*)"')
+
+
+def kustomize_message(stderr):
+    """What kustomize (or ``kubectl kustomize``) said went wrong, without klog's headers and quoting."""
+    messages = []
+    for line in stderr.splitlines():
+        line = line.strip()
+        header = _KLOG_HEADER.match(line)
+        if header:
+            line = line[header.end():]
+            err = _KLOG_ERR.search(line)
+            if err:
+                line = err.group(1).replace('\\"', '"').replace("\\\\", "\\")
+        if line.startswith("Error: "):
+            line = line[len("Error: "):]
+        if line and line not in messages:
+            messages.append(line)
+    return "; ".join(messages) or "no message"
+
+
 def _kustomize_documents(unit, command, timeout, root):
     check_kustomization_references(unit.path, root, unit.rel + "/")
     if command is None:
@@ -509,9 +532,9 @@ def _kustomize_documents(unit, command, timeout, root):
     except OSError as exc:
         raise RenderError("cannot run %s: %s" % (argv[0], exc.strerror), unit.rel + "/") from exc
     if proc.returncode != 0:
-        stderr = proc.stderr.decode("utf-8", "replace").strip()
-        raise RenderError("kustomize failed (%s exited with %d): %s" % (" ".join(argv), proc.returncode, stderr),
-                          unit.rel + "/")
+        raise RenderError("kustomize failed (%s exited with %d): %s" % (
+            " ".join([os.path.basename(command[0])] + list(command[1:])), proc.returncode,
+            kustomize_message(proc.stderr.decode("utf-8", "replace"))), unit.rel + "/")
     text = _decode(proc.stdout, unit.rel + "/")
     return iter_yaml_documents(text, unit.rel + "/")
 

@@ -169,8 +169,11 @@ def _prune_failed(result):
     return bool(result.get("failed")) and (result.get("failed_phase") == "prune" or bool(result.get("pruned")))
 
 
-def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, seconds=0.0, blocked=None):
+def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, seconds=0.0, blocked=None,
+                error=None):
     """The ``stacksync_results`` entry of one stack from its apply and prune results (``None``: not run).
+
+    ``error``: the stack's source could not be fetched or rendered (nothing of it was applied).
 
     With ``one_run`` the apply result is a single run that applied and pruned (phase all): it is split so
     the entry reads as with two runs.
@@ -196,12 +199,14 @@ def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, 
     msg = apply.get("msg", "") if apply_failed else (prune.get("msg", "") if prune_failed else "")
     if blocked:
         msg = "not applied: it depends on %s, which failed" % ", ".join(blocked)
+    if error:
+        msg = error
     return {
         "stack": source["stack"], "repo": source["repo_label"], "version": source["version"],
         "path": source["path"], "commit": commit or "", "state": source["state"], "objects": objects,
         "depends_on": source["depends_on"],
         "changed": bool(apply.get("changed")) or bool(prune.get("changed")),
-        "failed": apply_failed or prune_failed or bool(blocked), "msg": msg,
+        "failed": apply_failed or prune_failed or bool(blocked) or bool(error), "msg": msg,
         "pruning": _pruning(source, prune, prune_failed),
         "counts": counts, "applied": applied, "pruned": _refs(prune.get("pruned")), "skipped": skipped,
         "unhealthy": [o for o in applied if o.get("health") and o["health"] not in HEALTHY],

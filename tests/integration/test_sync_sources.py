@@ -135,6 +135,45 @@ def test_a_failed_dependency_blocks_its_dependents_and_nothing_is_pruned(env, ku
     assert "nowhere.example.com" not in "\n".join(said(run, infra) + run.summaries()["the-cluster"])
 
 
+def test_a_source_that_does_not_render_fails_alone_and_nothing_is_pruned(env, kube):
+    tmp_path, suffix, client, inventory, cleanup = env
+    ns = f"broken-{suffix}"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("base/ns.yaml", namespace(ns))
+    repo.write("base/old.yaml", configmap("old", ns, {"k": "v"}))
+    repo.write("broken/cm.yaml", configmap("broken", ns, {"k": "v"}))
+    repo.write("apps/cm.yaml", configmap("app", ns, {"k": "v"}))
+    repo.commit("first")
+    cleanup.append(f"/api/v1/namespaces/{ns}")
+    base, broken, apps = f"base-{suffix}", f"broken-{suffix}", f"apps-{suffix}"
+    sources = [{"repo": repo.url, "path": "base", "stack": base},
+               {"repo": repo.url, "path": "broken", "stack": broken},
+               {"repo": repo.url, "path": "apps", "stack": apps, "depends_on": [broken]}]
+    assert sync(tmp_path, inventory, sources).rc == 0
+    # base drops `old` and changes; broken gets a file that is not YAML; apps (which depends on broken) changes
+    repo.remove("base/old.yaml")
+    repo.write("base/ns.yaml", dict(namespace(ns), metadata={"name": ns, "labels": {"team": "a"}}))
+    (repo.path / "broken" / "cm.yaml").write_text("data: {a: [unclosed\n")
+    repo.write("apps/cm.yaml", configmap("app", ns, {"k": "changed"}))
+    repo.commit("broken")
+    run = sync(tmp_path, inventory, sources)
+    assert run.rc != 0 and run.recap["the-cluster"]["failed"] == 1, run.tail()
+    # the independent stack is applied; the broken one and its dependent are not; nothing is pruned
+    assert client.get(f"/api/v1/namespaces/{ns}")["metadata"]["labels"]["team"] == "a"
+    assert client.get(f"/api/v1/namespaces/{ns}/configmaps/app")["data"] == {"k": "v"}
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/old") is not None
+    rows = run.summary_rows()["the-cluster"]
+    assert rows[base]["result"] == "ok (pruning not run)" and rows[base]["configured"] == "1", rows
+    assert rows[broken]["result"] == "FAILED (pruning not run)", rows
+    assert rows[apps]["result"] == f"not applied: it depends on {broken}, which failed", rows
+    assert said(run, broken) == ["not applied: its source could not be fetched or rendered "
+                                 "(the error is in the task's message)"]
+    # the error, once, as the failed task's message, naming the file relative to the repository
+    fatal = [line for line in run.stdout.splitlines() if line.startswith("fatal: [the-cluster]")]
+    assert len(fatal) == 1 and f"stack {broken}: " in fatal[0] and "broken/cm.yaml" in fatal[0], run.tail()
+    assert str(tmp_path / "cache") not in run.stdout
+
+
 @pytest.mark.parametrize("deps, message", [
     ({"a": ["b"], "b": ["a"]}, "dependency cycle between stacks {a}, {b}, {a}"),
     ({"a": ["nope"]}, "stack {a} depends on 'nope', which is not a stack of this sync"),

@@ -526,6 +526,24 @@ def test_kustomize_command_override_and_include(tmp_path):
     fake.write_text("#!/bin/sh\necho 'boom: no such thing' >&2\nexit 3\n")
     err = render_error(tmp_path, kustomize=[str(fake)])
     assert err.path == "k/" and "exited with 3" in str(err) and "boom: no such thing" in str(err)
+    assert str(tmp_path) not in str(err)  # the command's name, not where it is installed
+
+
+@pytest.mark.parametrize("stderr, message", [
+    # kubectl kustomize: one klog line, the error quoted in err="..."
+    ('E1203 14:20:16.401638   26798 run.go:72] "command failed" err="accumulating resources: '
+     'accumulating resources from \'svc.yaml\': MalformedYAMLError: yaml: line 7: did not find '
+     'expected \',\' in File: svc.yaml"\n',
+     "accumulating resources: accumulating resources from 'svc.yaml': MalformedYAMLError: yaml: line 7: "
+     "did not find expected ',' in File: svc.yaml"),
+    ('E1203 14:20:16.401638   26798 run.go:72] "command failed" err="a \\"quoted\\" name"', 'a "quoted" name'),
+    # the kustomize binary: "Error: ...", sometimes repeated
+    ("Error: no such file: missing.yaml\nError: no such file: missing.yaml\n", "no such file: missing.yaml"),
+    ("first\n\n  second  \n", "first; second"),
+    ("", "no message"),
+])
+def test_kustomize_message_keeps_what_went_wrong(stderr, message):
+    assert R.kustomize_message(stderr) == message
 
 
 # ------------------------------------------------------------------------------------------

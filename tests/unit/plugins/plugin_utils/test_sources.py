@@ -124,6 +124,13 @@ def test_a_blocked_stack_says_which_dependency_failed():
     assert sp.failure_message([e]) == "stack apps: not applied: it depends on infra, which failed"
 
 
+def test_a_stack_whose_source_failed_carries_the_error():
+    e = sp.stack_entry(SOURCE, "", 0, None, None, error="stacksync.k8s.manifests: apps/cm.yaml: not YAML")
+    assert e["failed"] and not e["changed"] and e["pruning"] == "not run" and e["commit"] == ""
+    assert sp.failure_message([e]) == "stack apps: stacksync.k8s.manifests: apps/cm.yaml: not YAML"
+    assert sp._result(e) == "FAILED (pruning not run)"
+
+
 def test_unhealthy_objects_are_listed_with_their_reason():
     apply = {"counts": {}, "applied": [cm("a", action="created", health="Healthy"),
                                        cm("b", action="created", health="Degraded", health_reason="Failed: boom")]}
