@@ -83,7 +83,7 @@ class ActionModule(ActionBase):
         if source["state"] == "absent":
             return source, "", None, None
         try:
-            return self._render(source, params, task_vars) + (None,)
+            return (*self._render(source, params, task_vars), None)
         except (CheckoutError, AnsibleError) as e:
             return source, "", None, str(e)
 
@@ -146,7 +146,7 @@ class ActionModule(ActionBase):
             self._say(source["stack"], self._outcome(res, seconds[source["stack"]], "all" if one_run else "apply"))
         pruned = {}
         if not failed and not one_run:
-            for source, commit, resources, error in reversed(prepared):
+            for source, commit, resources, _error in reversed(prepared):
                 if source["state"] == "present" and not source["prune"]:
                     continue
                 started = time.monotonic()

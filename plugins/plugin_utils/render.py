@@ -533,7 +533,7 @@ def _kustomize_documents(unit, command, timeout, root):
         raise RenderError("cannot run %s: %s" % (argv[0], exc.strerror), unit.rel + "/") from exc
     if proc.returncode != 0:
         raise RenderError("kustomize failed (%s exited with %d): %s" % (
-            " ".join([os.path.basename(command[0])] + list(command[1:])), proc.returncode,
+            " ".join([os.path.basename(command[0]), *command[1:]]), proc.returncode,
             kustomize_message(proc.stderr.decode("utf-8", "replace"))), unit.rel + "/")
     text = _decode(proc.stdout, unit.rel + "/")
     return iter_yaml_documents(text, unit.rel + "/")
