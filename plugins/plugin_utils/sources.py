@@ -279,7 +279,7 @@ def _details(entry):
     _listed(details, entry["skipped"], lambda o: "skipped %s: %s" % (_ref_text(o), o.get("reason") or ""), 10)
     _listed(details, entry["unhealthy"],
             lambda o: "unhealthy %s: %s (%s)" % (_ref_text(o), o.get("health"), o.get("health_reason") or ""), 10)
-    details.extend("  warning: %s" % w for w in entry["warnings"][:10])
+    # warnings are not repeated here: the task's result carries them, and Ansible prints each once
     if entry["failed"] and not entry["msg"].startswith("not applied"):
         details.append("  error: in the task's message")
     return details

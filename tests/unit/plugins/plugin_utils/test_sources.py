@@ -131,6 +131,14 @@ def test_a_stack_whose_source_failed_carries_the_error():
     assert sp._result(e) == "FAILED (pruning not run)"
 
 
+def test_the_summary_does_not_repeat_the_warnings_ansible_prints():
+    e = sp.stack_entry(SOURCE, COMMIT, 1, {"counts": {"created": 1}, "applied": [cm("a", action="created")],
+                                           "warnings": ["Service default/a belonged to stack 'x'"]}, {"counts": {}})
+    lines = sp.summary_lines("h", [e])
+    assert e["warnings"] == ["Service default/a belonged to stack 'x'"]
+    assert "  apps:" in lines and not [line for line in lines if "belonged to" in line], lines
+
+
 def test_unhealthy_objects_are_listed_with_their_reason():
     apply = {"counts": {}, "applied": [cm("a", action="created", health="Healthy"),
                                        cm("b", action="created", health="Degraded", health_reason="Failed: boom")]}
