@@ -82,26 +82,26 @@ class ActionModule(ActionBase):
         """
         if source["state"] == "absent":
             return source, "", None, None
-        try:
-            return (*self._render(source, params, task_vars), None)
-        except (CheckoutError, AnsibleError) as e:
-            return source, "", None, str(e)
-
-    def _render(self, source, params, task_vars):
         started = time.monotonic()
         # fetched once per run of this task for every host; a later task (another include of the role, a
         # second play) fetches again, so a play that commits and then syncs sees its commit
-        co = checkout(source["repo"], source["version"], params["cache_dir"],
-                      token="%s/%s" % (run_token(), self._task._uuid))
+        try:
+            co = checkout(source["repo"], source["version"], params["cache_dir"],
+                          token="%s/%s" % (run_token(), self._task._uuid))
+        except CheckoutError as e:
+            return source, "", None, str(e)
         root = co["dir"]
         src = root if source["path"] == "." else "%s/%s" % (root, source["path"])
         lookup = lookup_loader.get(LOOKUP, loader=self._loader, templar=self._templar)
-        resources = lookup.run([src], variables=task_vars, root=root, include=source["include"] or None,
-                               exclude=source["exclude"] or None, template_vars=source["vars"] or None)
+        try:
+            resources = lookup.run([src], variables=task_vars, root=root, include=source["include"] or None,
+                                   exclude=source["exclude"] or None, template_vars=source["vars"] or None)
+        except AnsibleError as e:
+            return source, co["commit"], None, str(e)
         display.vv("stacksync [%s] stack %s: %s commit %s, %d objects rendered in %.1f s"
                    % (self._host, source["stack"], "fetched" if co["fetched"] else "reused", co["commit"][:12],
                       len(resources), time.monotonic() - started))
-        return source, co["commit"], resources
+        return source, co["commit"], resources, None
 
     def _run_stack(self, args, task_vars):
         task = self._task.copy(exclude_parent=False, exclude_tasks=True)

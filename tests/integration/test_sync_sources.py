@@ -165,6 +165,7 @@ def test_a_source_that_does_not_render_fails_alone_and_nothing_is_pruned(env, ku
     rows = run.summary_rows()["the-cluster"]
     assert rows[base]["result"] == "ok (pruning not run)" and rows[base]["configured"] == "1", rows
     assert rows[broken]["result"] == "FAILED (pruning not run)", rows
+    assert rows[broken]["commit"] == rows[base]["commit"] != "-", rows  # checked out, then not rendered
     assert rows[apps]["result"] == f"not applied: it depends on {broken}, which failed", rows
     assert said(run, broken) == ["not applied: its source could not be fetched or rendered "
                                  "(the error is in the task's message)"]
