@@ -498,11 +498,15 @@ _KLOG_HEADER = re.compile(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w.-]+:\d
 _KLOG_ERR = re.compile(r'\berr="((?:[^"\\]|\\.)*)"')
 
 
-def kustomize_message(stderr):
-    """What kustomize (or ``kubectl kustomize``) said went wrong, without klog's headers and quoting."""
+def kustomize_message(stderr, root=None):
+    """What kustomize (or ``kubectl kustomize``) said went wrong, without klog's headers and quoting, its
+    warnings (``# Warning: 'bases' is deprecated ...``) or the checkout's directory (``root``): paths read
+    relative to the repository."""
     messages = []
     for line in stderr.splitlines():
         line = line.strip()
+        if line.startswith("# Warning:"):
+            continue
         header = _KLOG_HEADER.match(line)
         if header:
             line = line[header.end():]
@@ -511,6 +515,8 @@ def kustomize_message(stderr):
                 line = err.group(1).replace('\\"', '"').replace("\\\\", "\\")
         if line.startswith("Error: "):
             line = line[len("Error: "):]
+        if root:
+            line = line.replace(root.rstrip("/") + "/", "")
         if line and line not in messages:
             messages.append(line)
     return "; ".join(messages) or "no message"
@@ -534,7 +540,7 @@ def _kustomize_documents(unit, command, timeout, root):
     if proc.returncode != 0:
         raise RenderError("kustomize failed (%s exited with %d): %s" % (
             " ".join([os.path.basename(command[0]), *command[1:]]), proc.returncode,
-            kustomize_message(proc.stderr.decode("utf-8", "replace"))), unit.rel + "/")
+            kustomize_message(proc.stderr.decode("utf-8", "replace"), root)), unit.rel + "/")
     text = _decode(proc.stdout, unit.rel + "/")
     return iter_yaml_documents(text, unit.rel + "/")
 

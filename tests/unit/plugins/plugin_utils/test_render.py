@@ -541,9 +541,13 @@ def test_kustomize_command_override_and_include(tmp_path):
     ("Error: no such file: missing.yaml\nError: no such file: missing.yaml\n", "no such file: missing.yaml"),
     ("first\n\n  second  \n", "first; second"),
     ("", "no message"),
+    # kustomize's warnings are not the error; paths in the checkout read relative to it
+    ("# Warning: 'bases' is deprecated. Please use 'resources' instead.\n"
+     "Error: accumulating resources: lstat /cache/repo-1/apps/missing.yaml: no such file or directory\n",
+     "accumulating resources: lstat apps/missing.yaml: no such file or directory"),
 ])
 def test_kustomize_message_keeps_what_went_wrong(stderr, message):
-    assert R.kustomize_message(stderr) == message
+    assert R.kustomize_message(stderr, root="/cache/repo-1") == message
 
 
 # ------------------------------------------------------------------------------------------
