@@ -17,7 +17,7 @@ description:
     C(stacksync.k8s.stack) and only when every apply succeeded prunes every stack. An object that moved from one
     source to another in the same commit is therefore re-labelled by its new stack before the old one prunes.
   - Every source is checked (options, unique stack names, O(sources[].depends_on)), fetched and rendered before
-    anything is written. A source that cannot be fetched or rendered fails alone, as in Flux: its stack and the
+    anything is written. A source that cannot be fetched or rendered fails alone (as in Flux). Its stack and the
     stacks that depend on it are not applied, the others are, nothing is pruned, and the task fails with the
     error (naming the file relative to the repository).
   - Checkouts live under O(cache_dir), one per repository and version. A checkout is fetched once per task

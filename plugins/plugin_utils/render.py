@@ -632,7 +632,7 @@ def render(path, root=None, include=None, exclude=None, recursive=True, max_file
     :param kustomize: command rendering a kustomization directory (the directory is appended);
         ``None``: ``kustomize build`` if available, else ``kubectl kustomize``.
     :param origin: prefix for the sources named in duplicate errors (e.g. the rendered path + ``/``);
-        default: the rendered path relative to ``root`` when ``root`` is given.
+        with ``root`` the sources are already named by their path in the repository.
     :param seen: dict ``ObjectId -> source`` shared between calls to detect duplicates across trees.
     :raises RenderError: on the first invalid file, document or duplicate. Its path is relative to
         ``root`` when ``root`` is given (the file's path in the repository), else to ``path``.
@@ -655,13 +655,12 @@ def render(path, root=None, include=None, exclude=None, recursive=True, max_file
     if isinstance(exclude, str):
         exclude = [exclude]
 
+    # with a root, files are named by their path in the repository (in errors and in the source annotation)
     prefix = _relative_dir(base, root_real) if root else ""
-    if origin is None and prefix:
-        origin = prefix + "/"
     try:
         return _render_units(collect(base, root_real, PathFilter(include, exclude), recursive=recursive),
                              root_real, max_file_size, source_annotation, decrypt, template, kustomize,
-                             kustomize_timeout, {} if seen is None else seen, origin)
+                             kustomize_timeout, {} if seen is None else seen, origin, prefix)
     except RenderError as exc:
         exc = exc.under(prefix)
         if root:  # named in the repository, never by the controller's checkout directory
@@ -686,14 +685,14 @@ def _relative_dir(base, root):
 
 
 def _render_units(units, root_real, max_file_size, source_annotation, decrypt, template, kustomize,
-                  kustomize_timeout, seen, origin):
+                  kustomize_timeout, seen, origin, prefix=""):
     manifests = []
     for unit in units:
         if unit.kind == "kustomize":
             documents = _kustomize_documents(unit, kustomize, kustomize_timeout, root_real)
         else:
             documents = _file_documents(unit, max_file_size, decrypt, template)
-        label = unit.rel
+        label = unit.rel if not prefix else prefix if unit.rel == "." else prefix + "/" + unit.rel
         shown = unit.rel + "/" if unit.kind == "kustomize" else unit.rel
         for index, line, doc in documents:
             if doc is None:

@@ -235,7 +235,7 @@ def test_symlinks_inside_the_root_are_followed(tmp_path):
     # File link only (a dir link to the same tree would define the object twice).
     manifests = R.render(str(tmp_path / "prod"), root=str(tmp_path), exclude=["dir"])
     assert names(manifests) == ["shared", "own"]
-    assert sources(manifests) == ["linked.yaml#0", "own.yaml#0"]
+    assert sources(manifests) == ["prod/linked.yaml#0", "prod/own.yaml#0"]  # named in the repository
     assert names(R.render(str(tmp_path / "prod"), root=str(tmp_path), exclude=["linked.yaml"])) == ["shared", "own"]
 
 
@@ -656,10 +656,12 @@ def test_duplicates_name_both_files_relative_to_the_root(tmp_path):
     write(tmp_path, {"repo/env/a.yaml": CM.format(name="x"), "repo/env/sub/b.yaml": CM.format(name="x")})
     err = render_error(tmp_path / "repo" / "env", root=str(tmp_path / "repo"))
     assert str(err) == "env/sub/b.yaml (document 0, line 1): ConfigMap x is defined twice (first in env/a.yaml#0)"
-    # the source annotation stays relative to the rendered path
+    # the source annotation names the file in the repository too (the stack module's errors quote it);
+    # without a root it is relative to the rendered path
     write(tmp_path, {"repo/env/sub/b.yaml": CM.format(name="z")})
     manifests = R.render(str(tmp_path / "repo" / "env"), root=str(tmp_path / "repo"))
-    assert sources(manifests) == ["a.yaml#0", "sub/b.yaml#0"]
+    assert sources(manifests) == ["env/a.yaml#0", "env/sub/b.yaml#0"]
+    assert sources(R.render(str(tmp_path / "repo" / "env"))) == ["a.yaml#0", "sub/b.yaml#0"]
 
 
 def test_content_after_a_document_end_marker_is_refused(tmp_path):
