@@ -86,8 +86,9 @@ options:
     default: 10485760
   source_annotation:
     description:
-      - Add the annotation C(stacksync.io/source) with C(<file relative to the term>#<document index>) to every
-        manifest (for kustomize output, the directory and the index in the kustomize output).
+      - Add the annotation C(stacksync.io/source) with C(<file>#<document index>) to every manifest, the file named by
+        its path relative to O(root) when that is set, else relative to the term
+        (for kustomize output, the directory and the index in the kustomize output).
       - The M(stacksync.k8s.stack) module removes it before applying, so it never reaches the cluster.
     type: bool
     default: true
