@@ -249,5 +249,21 @@ def shared_objects(desired, snap, opts, changeset):
     if shared and opts.fail_on_shared:
         raise ApplyError("objects belong to other stacks (fail_on_shared is set): " + "; ".join(
             "%s (stack %r)" % (d.named(), other) for d, other in shared[:20]))
+    for other, taken in _by_stack(shared):
+        changeset.warn(takeover_warning(other, opts.stack, [d.named() for d in taken]))
+
+
+def _by_stack(shared):
+    """``[(stack, [Desired])]`` in the order the stacks come first."""
+    grouped = {}
     for d, other in shared:
-        changeset.warn("%s belonged to stack %r; stack %r takes it over" % (d.named(), other, opts.stack))
+        grouped.setdefault(other, []).append(d)
+    return list(grouped.items())
+
+
+def takeover_warning(other, stack, names, limit=5):
+    """One warning per stack that loses objects to ``stack``, naming the first ``limit`` of them."""
+    if len(names) == 1:
+        return "%s belonged to stack %r; stack %r takes it over" % (names[0], other, stack)
+    shown = "; ".join(names[:limit]) + ("; and %d more" % (len(names) - limit) if len(names) > limit else "")
+    return "%d objects belonged to stack %r; stack %r takes them over: %s" % (len(names), other, stack, shown)
