@@ -138,8 +138,15 @@ def is_list_kind(manifest):
     return isinstance(kind, str) and kind.endswith("List") and isinstance(manifest.get("items"), list)
 
 
+#: A document with neither apiVersion nor kind: a YAML file that is no manifest (Helm values, CI configuration).
+NOT_AN_OBJECT = ("not a Kubernetes object (no apiVersion and no kind): leave out what is not a manifest "
+                 "(the manifests lookup's option exclude)")
+
+
 def _type_problem(manifest):
     """Why ``apiVersion`` / ``kind`` are missing or malformed, or None."""
+    if manifest.get("apiVersion") in (None, "") and manifest.get("kind") in (None, ""):
+        return NOT_AN_OBJECT
     for field in ("apiVersion", "kind"):
         value = manifest.get(field)
         if value is None or value == "":

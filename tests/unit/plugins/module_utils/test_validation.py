@@ -76,6 +76,7 @@ BAD_MANIFESTS = [
     ([1], "the document is not a mapping (got list)"),
     ({"kind": "ConfigMap", "metadata": {"name": "a"}}, "missing apiVersion"),
     ({"apiVersion": "v1", "metadata": {"name": "a"}}, "missing kind"),
+    ({"metadata": {"name": "a"}}, "not a Kubernetes object (no apiVersion and no kind)"),
     ({"apiVersion": 1, "kind": "ConfigMap", "metadata": {"name": "a"}}, "apiVersion must be a string, got integer"),
     ({"apiVersion": "v1", "kind": ["x"], "metadata": {"name": "a"}}, "kind must be a string, got list"),
     ({"apiVersion": "a/b/c", "kind": "ConfigMap", "metadata": {"name": "a"}}, "invalid apiVersion 'a/b/c'"),

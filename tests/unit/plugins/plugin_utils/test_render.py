@@ -300,6 +300,9 @@ def test_invalid_json(tmp_path):
     ("just a string\n", "not a mapping (got string)"),
     ("kind: ConfigMap\nmetadata: {name: a}\n", "missing apiVersion"),
     ("apiVersion: v1\nmetadata: {name: a}\n", "missing kind"),
+    ("replicaCount: 1\nimage: {tag: v1}\n",
+     "not a Kubernetes object (no apiVersion and no kind): leave out what is not a manifest (the manifests lookup's "
+     "option exclude)"),
     ("apiVersion: 1\nkind: ConfigMap\nmetadata: {name: a}\n", "apiVersion must be a string"),
     ("apiVersion: v1\nkind: ConfigMap\n", "missing metadata.name"),
     ("apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n", "missing metadata.name"),
