@@ -7,7 +7,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible_collections.stacksync.k8s.plugins.module_utils.checkout_spec import ARGUMENT_SPEC
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout_source, run_token
@@ -22,11 +21,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
-        validated = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validated.error_messages:
-            result.update(failed=True, msg="stacksync.k8s.checkout: %s" % validated.errors.msg)
-            return result
-        p = validated.validated_parameters
+        p = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]  # raises AnsibleActionFail
         try:
             # fetched once per run of this task, whatever the number of hosts (as stacksync.k8s.sources does)
             source = checkout_source(p["repo"], p["version"], p["path"], p["cache_dir"], p["stack"],

@@ -15,8 +15,7 @@ description:
   - Fetches O(version) of O(repo) into a cache directory on the controller with the C(git) command and checks it out
     (a detached commit; local changes and untracked files are discarded), the way M(stacksync.k8s.sources) checks
     out its sources. Role C(stacksync.k8s.source) is this task run once per play.
-  - One checkout directory per repository and version under O(cache_dir); its name is derived from the URL without
-    credentials. The URL (and any credentials in it) is given to each C(git fetch) and never stored in the checkout.
+  - One checkout directory per repository and version under O(cache_dir).
   - A checkout is fetched once per run of the task, whatever the number of hosts and forks; a lock on the checkout directory serialises
     runs working on one checkout.
   - O(path) and O(stack) are checked before anything is fetched.
@@ -42,30 +41,20 @@ options:
       - Must be a valid label value (at most 63 characters, alphanumeric at both ends).
     type: str
     default: ""
-  cache_dir:
-    description: Directory on the controller under which checkouts are cached, one per repository and version.
-    type: path
-    default: ~/.cache/stacksync
 extends_documentation_fragment:
+  - stacksync.k8s.git_checkout
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
   action:
     support: full
     details: Runs on the controller, whatever the host; it never connects to the host.
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
   check_mode:
     support: full
     details: The checkout is updated in check mode too (it is the controller's cache); the task never reports a change.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
 notes:
-  - Needs the C(git) command on the controller.
   - Run it with C(run_once) (as role C(stacksync.k8s.source) does) to set the same facts for every host.
 seealso:
   - module: stacksync.k8s.sources
