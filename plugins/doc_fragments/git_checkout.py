@@ -18,6 +18,8 @@ options:
     type: path
     default: ~/.cache/stacksync
 attributes:
+  action:
+    support: full
   async:
     support: none
   bypass_host_loop:

@@ -47,7 +47,6 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes.flow
 attributes:
   action:
-    support: full
     details: Runs on the controller, whatever the host; it never connects to the host.
   check_mode:
     support: full

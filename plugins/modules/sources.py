@@ -186,7 +186,6 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes.flow
 attributes:
   action:
-    support: full
     details: Runs on the controller; each stack is applied and pruned by C(stacksync.k8s.stack).
   check_mode:
     support: full
