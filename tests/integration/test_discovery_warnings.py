@@ -17,36 +17,14 @@ import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
 
 try:
-    from .test_sync_helpers import client_fixture, localhost_play, run_play
+    from .test_sync_helpers import client_fixture, localhost_play, module_task, run_play
 except ImportError:  # rootdir-relative import (tests/integration is not a package)
-    from test_sync_helpers import client_fixture, localhost_play, run_play
+    from test_sync_helpers import client_fixture, localhost_play, module_task, run_play
 
 APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
 
-TASKS = {
-    "stack": """
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ ns }}"
-        namespace: "{{ ns }}"
-        discovery_cache_dir: "{{ cache }}"
-        resources: "{{ resources }}"
-      register: r
-""",
-    "stack_info": """
-    - name: info
-      stacksync.k8s.stack_info:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ ns }}"
-        namespace: "{{ ns }}"
-        discovery_cache_dir: "{{ cache }}"
-        resources: "{{ resources }}"
-      register: r
-""",
-}
+OPTIONS = {"discovery_cache_dir": "{{ cache }}", "resources": "{{ resources }}"}
+TASKS = {"stack": module_task("stack", OPTIONS), "stack_info": module_task("stack_info", OPTIONS, name="info")}
 
 client = client_fixture()
 

@@ -13,26 +13,15 @@ import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
 
 try:
-    from .test_sync_helpers import client_fixture, localhost_play, run_play
+    from .test_sync_helpers import client_fixture, localhost_play, module_task, run_play
 except ImportError:  # rootdir-relative import (tests/integration is not a package)
-    from test_sync_helpers import client_fixture, localhost_play, run_play
+    from test_sync_helpers import client_fixture, localhost_play, module_task, run_play
 
 WAIT_TIMEOUT = 120  # far above the progress deadline: reaching it would mean wait did not fail fast
 FAST = 60  # seconds: the deadline (5 s) plus the controller's and the poll loop's delays, with room for a loaded machine
 
-PLAYBOOK = localhost_play("""
-    - name: sync and wait
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ ns }}"
-        namespace: "{{ ns }}"
-        resources: "{{ resources }}"
-        wait: true
-        wait_timeout: "{{ wait_timeout }}"
-      register: r
-      ignore_errors: true
-""")
+PLAYBOOK = localhost_play(module_task("stack", {"resources": "{{ resources }}", "wait": True, "wait_timeout": "{{ wait_timeout }}"},
+                                      name="sync and wait", ignore_errors=True))
 
 NS_PREFIX = "ss-health"  # tests/conftest.py's ns fixture
 client = client_fixture()

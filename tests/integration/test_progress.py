@@ -11,24 +11,13 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.manager import Stack
 from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Progress
 
 try:
-    from .test_sync_helpers import client_fixture, localhost_play, run_play
+    from .test_sync_helpers import client_fixture, localhost_play, module_task, run_play
 except ImportError:  # rootdir-relative import (tests/integration is not a package)
-    from test_sync_helpers import client_fixture, localhost_play, run_play
+    from test_sync_helpers import client_fixture, localhost_play, module_task, run_play
 
 N = 300
 
-PLAYBOOK = localhost_play("""
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ ns }}"
-        namespace: "{{ ns }}"
-        resources: "{{ resources }}"
-        allow_empty: true
-        max_prune: "100%"
-      register: r
-""")
+PLAYBOOK = localhost_play(module_task("stack", {"resources": "{{ resources }}", "allow_empty": True, "max_prune": "100%"}))
 
 NS_PREFIX = "ss-prog"  # tests/conftest.py's ns fixture
 client = client_fixture()

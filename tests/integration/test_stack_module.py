@@ -9,37 +9,20 @@ import uuid
 import pytest
 
 try:
-    from .test_sync_helpers import client_fixture, localhost_play, run_play
+    from .test_sync_helpers import client_fixture, localhost_play, module_task, run_play
 except ImportError:  # rootdir-relative import (tests/integration is not a package)
-    from test_sync_helpers import client_fixture, localhost_play, run_play
+    from test_sync_helpers import client_fixture, localhost_play, module_task, run_play
 
-PLAYBOOK = localhost_play("""
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ record_ns }}"
-        namespace: "{{ ns }}"
-        commit: "{{ commit | default(omit) }}"
-        resources: "{{ resources }}"
-      register: r
-""")
+PLAYBOOK = localhost_play(module_task("stack", {"record_namespace": "{{ record_ns }}",
+                                                 "commit": "{{ commit | default(omit) }}", "resources": "{{ resources }}"}))
 
 
 NS_PREFIX = "ss-mod"  # tests/conftest.py's ns fixture
 client = client_fixture()
 
 
-INFO_PLAYBOOK = localhost_play("""
-    - name: info
-      stacksync.k8s.stack_info:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ record_ns }}"
-        namespace: "{{ ns }}"
-        resources: "{{ resources }}"
-      register: r
-""")
+INFO_PLAYBOOK = localhost_play(module_task("stack_info", {"record_namespace": "{{ record_ns }}",
+                                                           "resources": "{{ resources }}"}, name="info"))
 
 
 def run(tmp_path, kube, args, variables, verbose=False, playbook=PLAYBOOK, interpreter=True, inventory="localhost,",
@@ -94,18 +77,8 @@ def test_module_sync_noop_check_and_no_secret_in_output(tmp_path, kube, client, 
     assert client.get_or_none(f"/api/v1/namespaces/{ns}/secrets/s") is None
 
 
-SRC_PLAYBOOK = localhost_play("""
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ record_ns }}"
-        namespace: "{{ ns }}"
-        src: "{{ src }}"
-        render: "{{ render | default(omit) }}"
-      register: r
-      ignore_errors: true
-""")
+SRC_PLAYBOOK = localhost_play(module_task("stack", {"record_namespace": "{{ record_ns }}", "src": "{{ src }}",
+                                                     "render": "{{ render | default(omit) }}"}, ignore_errors=True))
 
 
 @pytest.mark.parametrize("in_process", [True, False], ids=["controller-process", "module-process"])
@@ -189,18 +162,8 @@ def test_credentials_are_masked_in_the_result_of_either_process(tmp_path, kube, 
     assert '"host": "https://********@127.0.0.1:9"' in log
 
 
-ASYNC_PLAYBOOK = localhost_play("""
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ ns }}"
-        namespace: "{{ ns }}"
-        resources: [{apiVersion: v1, kind: ConfigMap, metadata: {name: bg}, data: {a: "1"}}]
-      async: 120
-      poll: 1
-      register: r
-""")
+ASYNC_PLAYBOOK = localhost_play(module_task("stack", {"resources": [
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bg"}, "data": {"a": "1"}}]}, **{"async": 120, "poll": 1}))
 
 
 def test_an_async_task_runs_as_a_module_process_in_the_background(tmp_path, kube, client, ns):
@@ -222,18 +185,8 @@ def test_stack_info_module(tmp_path, kube, ns):
     assert [(o["name"], o["status"]) for o in r["objects"]] == [("c", "out_of_date")]
 
 
-CACHE_PLAYBOOK = localhost_play("""
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ record_ns }}"
-        namespace: "{{ ns }}"
-        discovery_cache_dir: "{{ cache }}"
-        resources: "{{ resources }}"
-      register: r
-      ignore_errors: true
-""")
+CACHE_PLAYBOOK = localhost_play(module_task("stack", {"record_namespace": "{{ record_ns }}", "discovery_cache_dir": "{{ cache }}",
+                                                       "resources": "{{ resources }}"}, ignore_errors=True))
 
 
 def _cached_configmaps(cache):
@@ -363,17 +316,7 @@ def test_another_python_set_any_way_runs_a_module_process_and_says_how_it_was_se
         assert r["ansible_facts"]["discovered_interpreter_python"] == other
 
 
-DELEGATED_PLAYBOOK = localhost_play("""
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ ns }}"
-        namespace: "{{ ns }}"
-        resources: "{{ resources }}"
-      delegate_to: localhost
-      register: r
-""")
+DELEGATED_PLAYBOOK = localhost_play(module_task("stack", {"resources": "{{ resources }}"}, delegate_to="localhost"))
 
 
 @pytest.mark.parametrize("pipelining", ["false", "true"])

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -186,6 +187,17 @@ def localhost_play(tasks, saved="r"):
         content: "{{ SAVED | to_json }}"
         dest: "{{ out }}"
 """.replace("SAVED", saved)
+
+
+#: the options of every module task of these plays (:func:`module_task`): the stack, the cluster, the namespaces
+TARGET = {"name": "{{ stack }}", "kubeconfig": "{{ kc }}", "record_namespace": "{{ ns }}", "namespace": "{{ ns }}"}
+
+
+def module_task(module, options, name="sync", **keywords):
+    """YAML text of a task of ``stacksync.k8s.<module>`` with :data:`TARGET` and ``options`` (which win), registering
+    ``r``, with the task ``keywords`` (``ignore_errors``, ``async``, ...); indented for :func:`localhost_play`."""
+    task = {"name": name, "stacksync.k8s." + module: dict(TARGET, **options), "register": "r", **keywords}
+    return textwrap.indent(yaml.safe_dump([task], sort_keys=False, width=1000), "    ")
 
 
 class Played:
