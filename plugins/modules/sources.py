@@ -117,10 +117,6 @@ options:
     description: Default of O(sources[].prune).
     type: bool
     default: true
-  cache_dir:
-    description: Where checkouts are cached on the controller.
-    type: path
-    default: ~/.cache/stacksync
   summary:
     description: Print the summary table at the end.
     type: bool
@@ -187,26 +183,19 @@ options:
     type: int
 extends_documentation_fragment:
   - stacksync.k8s.k8s_auth
+  - stacksync.k8s.git_checkout
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
   action:
-    support: full
     details: Runs on the controller; each stack is applied and pruned by C(stacksync.k8s.stack).
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
   check_mode:
     support: full
     details: The checkouts are updated (they are the controller's cache); nothing is written to the clusters.
   diff_mode:
     support: full
     details: The diffs of every stack.
-  platform:
-    platforms: posix
 notes:
-  - Needs the C(git) command on the controller.
   - Role C(stacksync.k8s.sync) and playbook C(stacksync.k8s.sync) wrap this module; use it directly to sync from a
     play of your own.
 seealso:

@@ -220,17 +220,10 @@ options:
       - Not applied with O(state=absent), nor to an empty desired set with O(allow_empty=true), which both delete the
         whole stack on purpose.
     type: str
-  discovery_cache_dir:
-    description:
-      - Directory for a discovery cache shared between runs (like kubectl's C(~/.kube/cache/discovery)), one file
-        per API server URL, kept for 10 minutes. It is read again on a miss (a kind not in the cache) and after CRDs
-        are applied, and dropped after a failed run.
-      - Set to an empty string to read discovery from the API server on every run.
-    type: path
-    default: ~/.kube/cache/stacksync
 extends_documentation_fragment:
   - stacksync.k8s.k8s_auth
   - stacksync.k8s.render
+  - stacksync.k8s.discovery_cache
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:

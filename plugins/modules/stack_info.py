@@ -69,15 +69,10 @@ options:
     description: Maximum number of API requests in flight.
     type: int
     default: 16
-  discovery_cache_dir:
-    description:
-      - Directory for the discovery cache shared between runs (see M(stacksync.k8s.stack)).
-      - Set to an empty string to read discovery from the API server on every run.
-    type: path
-    default: ~/.kube/cache/stacksync
 extends_documentation_fragment:
   - stacksync.k8s.k8s_auth
   - stacksync.k8s.render
+  - stacksync.k8s.discovery_cache
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:

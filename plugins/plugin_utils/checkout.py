@@ -8,7 +8,7 @@ One directory per repository and version under the cache directory (the same nam
 the checkout (no ``origin`` remote), so credentials in a URL stay out of the cache. A checkout is
 fetched once per ``token`` (the action plugin's: this ``ansible-playbook`` run, see :func:`run_token`, and
 the task): every host the task runs for, in any fork, syncs the same commit, and the git work is done
-once. A lock file serialises forks working on one checkout.
+once. A lock on the checkout directory serialises forks working on one checkout.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,10 +19,12 @@ import errno
 import fcntl
 import hashlib
 import os
+import posixpath
 import re
 import subprocess
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url, stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
 
 MARKER = "stacksync-fetched"  # in the checkout's .git directory: the run token of the last fetch
 _SHA_RE = re.compile(r"^[0-9a-fA-F]{4,40}$")
@@ -30,8 +32,42 @@ _ALL_REFS = ("+refs/heads/*:refs/stacksync/heads/*", "+refs/tags/*:refs/stacksyn
 GIT_TIMEOUT = 600
 
 
+#: why :func:`checkout_source` failed (``CheckoutError.reason``)
+INVALID, NOT_CHECKED_OUT, NO_DIRECTORY = "invalid", "checkout", "no directory"
+
+
 class CheckoutError(Exception):
-    """A checkout failed; the message never holds the credentials of the URL."""
+    """A checkout failed; the message never holds the credentials of the URL.
+
+    ``reason``: :data:`INVALID` (path or stack), :data:`NOT_CHECKED_OUT` (git failed) or :data:`NO_DIRECTORY`.
+    """
+
+    def __init__(self, msg, reason=NOT_CHECKED_OUT):
+        super(CheckoutError, self).__init__(msg)
+        self.reason = reason
+
+
+def repo_subpath(path):
+    """``path`` (a directory inside the repository) normalised, ``.`` for the root.
+
+    :raises ValueError: if it is absolute or leaves the repository.
+    """
+    norm = posixpath.normpath(path or ".")
+    if norm.startswith("/") or norm == ".." or norm.startswith("../"):
+        raise ValueError("path must be a relative path inside the repository, not %r" % path)
+    return norm
+
+
+def source_stack(repo, path, stack=""):
+    """``stack``, or the name derived from ``repo`` and ``path`` when it is empty.
+
+    :raises ValueError: if no name can be derived or the name is not a valid label value.
+    """
+    name = stack or stack_name(repo, path)
+    if not valid_label_value(name) or not name:
+        raise ValueError("stack %r is not a valid label value (at most 63 characters, alphanumeric at both ends)"
+                         % name)
+    return name
 
 
 def checkout_dir(cache_dir, repo, version):
@@ -92,8 +128,10 @@ class Git:
             raise CheckoutError("no branch, tag or commit %s in %s" % (version, redact_url(self.repo))) from None
 
 
-def _locked(path):
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+def _locked(directory):
+    """``directory`` (made if missing) locked against other processes: its descriptor, to close."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    fd = os.open(directory, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_EX)
     return fd
 
@@ -115,15 +153,18 @@ def checkout(repo, version, cache_dir, token=None):
     """
     dest = checkout_dir(cache_dir, repo, version)
     os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
-    fd = _locked(dest + ".lock")
+    fd = _locked(dest)  # the checkout itself: no lock file next to it
     try:
         git = Git(dest, repo)
         marker = os.path.join(dest, ".git", MARKER)
         if not os.path.isdir(os.path.join(dest, ".git")):
-            os.makedirs(dest, mode=0o700, exist_ok=True)
             git.run("init", "--quiet")
         elif token and _read(marker) == token:
             return {"dir": dest, "commit": git.run("rev-parse", "HEAD"), "fetched": False}
+        else:
+            # a clone by ansible.builtin.git (role stacksync.k8s.source before 0.3.0) keeps the URL in a remote
+            for remote in git.run("remote").split():
+                git.run("remote", "remove", remote)
         commit = git.fetch_commit(version)
         git.run("checkout", "--quiet", "--force", "--detach", commit)
         git.run("clean", "--quiet", "-ffdx")
@@ -132,3 +173,26 @@ def checkout(repo, version, cache_dir, token=None):
         return {"dir": dest, "commit": commit, "fetched": True}
     finally:
         os.close(fd)
+
+
+def checkout_source(repo, version, path, cache_dir, stack="", token=None):
+    """Check out the directory ``path`` of ``repo`` at ``version``: what role ``stacksync.k8s.source`` sets.
+
+    ``{"repo" (credentials removed), "version", "checkout", "path", "commit", "stack", "fetched"}``; the path
+    and the stack are checked before anything is fetched. Raises :class:`CheckoutError` with its ``reason``.
+    """
+    label = redact_url(repo)
+    try:
+        subpath = repo_subpath(path)
+        stack = source_stack(repo, subpath, stack)
+    except ValueError as e:
+        raise CheckoutError(str(e), INVALID) from None
+    try:
+        got = checkout(repo, version, cache_dir, token)
+    except CheckoutError as e:
+        raise CheckoutError("cannot check out %s of %s: %s" % (version, label, e)) from None
+    directory = got["dir"] if subpath == "." else os.path.join(got["dir"], subpath)
+    if not os.path.isdir(directory):
+        raise CheckoutError("%s is not a directory in %s at %s" % (path, label, got["commit"]), NO_DIRECTORY)
+    return {"repo": label, "version": version, "checkout": got["dir"], "path": directory, "commit": got["commit"],
+            "stack": stack, "fetched": got["fetched"]}

@@ -12,12 +12,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import posixpath
-
 from ansible_collections.stacksync.k8s.plugins.module_utils import health_status as hs
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url, stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import PASSTHROUGH
-from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import repo_subpath, source_stack
 
 SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "namespace", "prune", "state", "vars",
                   "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on")
@@ -61,19 +59,11 @@ def _checked(number, entry):
     label = redact_url(repo)
     if entry["state"] not in ("present", "absent"):
         raise SourceError("source %s: state must be present or absent, not %r" % (label, entry["state"]))
-    path = posixpath.normpath(entry["path"] or ".")
-    if path.startswith("/") or path == ".." or path.startswith("../"):
-        raise SourceError("source %s: path must be a relative path inside the repository, not %r"
-                          % (label, entry["path"]))
-    entry["path"] = path
-    if not entry["stack"]:
-        try:
-            entry["stack"] = stack_name(repo, path)
-        except ValueError as e:
-            raise SourceError("source %s: %s" % (label, e)) from None
-    if not valid_label_value(entry["stack"]) or not entry["stack"]:
-        raise SourceError("source %s: stack %r is not a valid label value (at most 63 characters, alphanumeric at "
-                          "both ends)" % (label, entry["stack"]))
+    try:
+        entry["path"] = repo_subpath(entry["path"])
+        entry["stack"] = source_stack(repo, entry["path"], entry["stack"])
+    except ValueError as e:
+        raise SourceError("source %s: %s" % (label, e)) from None
     entry["depends_on"] = list(entry["depends_on"] or [])
     entry["own_auth"] = bool(entry.get("kubeconfig") or entry.get("context"))
     entry["repo_label"] = label

@@ -6,8 +6,7 @@
 Both validate their arguments with their module's spec, render ``src`` on the controller with the
 ``stacksync.k8s.manifests`` lookup, and then run their module either in the controller's process
 (when it would run on the controller with the same Python anyway, :mod:`.execution`) or as a module
-process. :class:`StackActionBase` holds those steps; :class:`StackAction` adds the whole task as ``run``, for
-an action plugin whose module process takes its arguments as they are.
+process. :class:`StackAction` holds those steps and the whole task as ``run``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -110,8 +109,8 @@ def run_in_process(runner, params, validated, argument_spec):
     return remove_values(result, no_log_values)
 
 
-class StackActionBase(ActionBase):
-    """The steps of a task: validate, render ``src``, decide where the module runs, run it in this process.
+class StackAction(ActionBase):
+    """A task (:meth:`run`): validate, render ``src``, then run the module in this process or as a module process.
 
     Subclasses set :attr:`MODULE`, :attr:`ARGUMENT_SPEC` and :attr:`MUTUALLY_EXCLUSIVE` and implement
     :meth:`_runner`; :meth:`_module_args` may send the module process something else than the arguments.
@@ -124,6 +123,46 @@ class StackActionBase(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = True  # as a module process
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars if task_vars is not None else {}
+        result = super(StackAction, self).run(tmp, task_vars)
+        del tmp
+        args = dict(self._task.args)
+        validated = validate_args(args, self.ARGUMENT_SPEC, self.MUTUALLY_EXCLUSIVE)
+        error = validation_message(validated, self.MODULE)
+        if error:
+            result.update(failed=True, msg=error)
+            return result
+        params = validated.validated_parameters
+        try:
+            self._render_src(args, params, task_vars)
+        except AnsibleError as e:
+            result.update(failed=True, msg=str(e))
+            return result
+
+        try:
+            reasons = self._module_process_reasons(task_vars)
+        except TypeError as e:
+            result.update(failed=True, msg="stacksync_in_process: %s" % e)
+            return result
+        if reasons:
+            display.vvv("%s: running as a module process (%s)" % (self.MODULE, "; ".join(reasons)),
+                        host=self._play_context.remote_addr)
+            wrap_async = self._task.async_val and not self._connection.has_native_async
+            try:
+                module_args = self._module_args(args, params)
+                result = merge_hash(result, self._execute_module(module_name=self.MODULE, module_args=module_args,
+                                                                 task_vars=task_vars, wrap_async=wrap_async))
+            finally:
+                if not wrap_async:  # an async task's wrapper removes the directory when the module is done
+                    self._remove_tmp_path(self._connection._shell.tmpdir)
+            return result
+        display.vvv("%s: running in the controller's process" % self.MODULE, host=self._play_context.remote_addr)
+        result.update(self._run_in_process(params, validated))
+        if self._discovered_interpreter_key:  # discovery ran here: the fact goes back, as after a module run
+            result.setdefault("ansible_facts", {})[self._discovered_interpreter_key] = self._discovered_interpreter
+        return result
 
     def _runner(self, params, warn):
         """The module's run on validated ``params`` (see :func:`run_in_process`)."""
@@ -188,48 +227,3 @@ class StackActionBase(ActionBase):
     def _run_in_process(self, params, validated):
         """The module's result, computed here (see :func:`run_in_process`)."""
         return run_in_process(self._runner, params, validated, self.ARGUMENT_SPEC)
-
-
-class StackAction(StackActionBase):
-    """:class:`StackActionBase` with the whole task as ``run``: validate, render ``src``, then run the module in this
-    process or as a module process."""
-
-    def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars if task_vars is not None else {}
-        result = super(StackAction, self).run(tmp, task_vars)
-        del tmp
-        args = dict(self._task.args)
-        validated = validate_args(args, self.ARGUMENT_SPEC, self.MUTUALLY_EXCLUSIVE)
-        error = validation_message(validated, self.MODULE)
-        if error:
-            result.update(failed=True, msg=error)
-            return result
-        params = validated.validated_parameters
-        try:
-            self._render_src(args, params, task_vars)
-        except AnsibleError as e:
-            result.update(failed=True, msg=str(e))
-            return result
-
-        try:
-            reasons = self._module_process_reasons(task_vars)
-        except TypeError as e:
-            result.update(failed=True, msg="stacksync_in_process: %s" % e)
-            return result
-        if reasons:
-            display.vvv("%s: running as a module process (%s)" % (self.MODULE, "; ".join(reasons)),
-                        host=self._play_context.remote_addr)
-            wrap_async = self._task.async_val and not self._connection.has_native_async
-            try:
-                module_args = self._module_args(args, params)
-                result = merge_hash(result, self._execute_module(module_name=self.MODULE, module_args=module_args,
-                                                                 task_vars=task_vars, wrap_async=wrap_async))
-            finally:
-                if not wrap_async:  # an async task's wrapper removes the directory when the module is done
-                    self._remove_tmp_path(self._connection._shell.tmpdir)
-            return result
-        display.vvv("%s: running in the controller's process" % self.MODULE, host=self._play_context.remote_addr)
-        result.update(self._run_in_process(params, validated))
-        if self._discovered_interpreter_key:  # discovery ran here: the fact goes back, as after a module run
-            result.setdefault("ansible_facts", {})[self._discovered_interpreter_key] = self._discovered_interpreter
-        return result

@@ -14,29 +14,16 @@ STACKSYNC_TEST_KUBECONFIG is set; both must pass. What v1.36 does, recorded here
   error and exits 0; ``kubectl get apiservices`` shows ``False (MissingEndpoints)``.
 """
 
-import secrets
 import shutil
 import subprocess
-import time
 
 import pytest
 
+from .helpers import poll, unique
+
 APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
+NS_PREFIX = "agg"
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
-
-
-def unique(prefix):
-    return f"{prefix}-{secrets.token_hex(3)}"
-
-
-def poll(fn, timeout=20, interval=0.25):
-    """``fn()`` until it returns something truthy; the last value after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 def available(obj):
@@ -65,20 +52,6 @@ def service(name, ns, port_name=None, port=443):
         p["name"] = port_name
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
             "spec": {"selector": {"app": "nothing-runs-here"}, "ports": [p]}}
-
-
-@pytest.fixture
-def api(kube):
-    return kube.http
-
-
-@pytest.fixture
-def ns(api):
-    name = unique("agg")
-    status, body, _ = api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    assert status == 201, body
-    yield name
-    api.request("DELETE", f"/api/v1/namespaces/{name}")
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import urllib3
 
+from .helpers import unique
+
 CM = "/api/v1/namespaces/{ns}/configmaps"
 DEPLOY = "/apis/apps/v1/namespaces/{ns}/deployments"
 
@@ -33,27 +35,6 @@ SCOPES = [
 SHORT_NAMES = {"configmaps": ["cm"], "namespaces": ["ns"], "deployments": ["deploy"], "customresourcedefinitions": ["crd", "crds"],
                "services": ["svc"], "serviceaccounts": ["sa"], "persistentvolumeclaims": ["pvc"], "statefulsets": ["sts"]}
 FULL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-
-
-def unique(prefix="conf"):
-    """A name no earlier run used."""
-    return f"{prefix}-{secrets.token_hex(3)}"
-
-
-@pytest.fixture
-def api(kube):
-    """Admin HTTP client."""
-    return kube.http
-
-
-@pytest.fixture
-def ns(api):
-    """A fresh namespace, deleted afterwards."""
-    name = unique()
-    status, body, _ = api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    assert status == 201, body
-    yield name
-    api.request("DELETE", f"/api/v1/namespaces/{name}")
 
 
 def cm(name, labels=None, data=None, ns=None):

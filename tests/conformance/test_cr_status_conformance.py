@@ -12,6 +12,7 @@ import secrets
 
 import pytest
 
+NS_PREFIX = "crstatus"
 MERGE = "application/merge-patch+json"
 
 
@@ -24,20 +25,6 @@ def crd(group):
                                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                                        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
                                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}]}}
-
-
-@pytest.fixture
-def api(kube):
-    return kube.http
-
-
-@pytest.fixture
-def ns(api):
-    name = f"crstatus-{secrets.token_hex(3)}"
-    status, body, _ = api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    assert status == 201, body
-    yield name
-    api.request("DELETE", f"/api/v1/namespaces/{name}")
 
 
 @pytest.fixture

@@ -6,33 +6,16 @@ scheduler and no kubelet; the Deployments here select a node label no node has, 
 run on any cluster.
 """
 
-import secrets
 import time
 
-import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils import health as hl
+
+from .helpers import poll, unique
 
 DEPLOY = "/apis/apps/v1/namespaces/{ns}/deployments"
 APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
+NS_PREFIX = "health"
 NO_NODE = {"stacksync.io/test-no-such-node": "true"}
-
-
-def unique(prefix="health"):
-    return f"{prefix}-{secrets.token_hex(3)}"
-
-
-@pytest.fixture
-def api(kube):
-    return kube.http
-
-
-@pytest.fixture
-def ns(api):
-    name = unique()
-    status, body, _ = api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    assert status == 201, body
-    yield name
-    api.request("DELETE", f"/api/v1/namespaces/{name}")
 
 
 def unschedulable_deployment(name, ns, deadline):
@@ -40,16 +23,6 @@ def unschedulable_deployment(name, ns, deadline):
             "spec": {"replicas": 1, "progressDeadlineSeconds": deadline, "selector": {"matchLabels": {"app": name}},
                      "template": {"metadata": {"labels": {"app": name}},
                                   "spec": {"nodeSelector": NO_NODE, "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}}
-
-
-def poll(fn, timeout, interval=0.25):
-    """``fn()`` until it returns something truthy; the last value after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 def condition(obj, ctype):

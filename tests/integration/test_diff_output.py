@@ -1,14 +1,14 @@
 """``--diff`` made for people (issue 17): created and pruned objects are summarised (their whole
 body with ``-vv``), changed objects show their changed lines; Secret values never appear."""
 
-import json
-import os
 import re
-import subprocess
-import sys
-import uuid
 
-import pytest
+try:
+    from .test_sync_helpers import run_play
+except ImportError:  # rootdir-relative import (tests/integration is not a package)
+    from test_sync_helpers import run_play
+
+NS_PREFIX = "diffout"  # tests/conftest.py's ns fixture
 
 PLAY = """
 - hosts: localhost
@@ -25,32 +25,13 @@ PLAY = """
 
 
 def run(tmp_path, kube, variables, *args):
-    (tmp_path / "play.yml").write_text(PLAY)
-    (tmp_path / "vars.json").write_text(json.dumps(dict(variables, kubeconfig=str(kube.kubeconfig))))
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           "-e", "ansible_python_interpreter=" + sys.executable, "-e", "@" + str(tmp_path / "vars.json"),
-           str(tmp_path / "play.yml"), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACK_RESULT_FORMAT="yaml"))
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    return proc.stdout
+    return run_play(tmp_path, PLAY, dict(variables, kubeconfig=str(kube.kubeconfig)), *args, timeout=600,
+                    env=dict(ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACK_RESULT_FORMAT="yaml")).stdout
 
 
 def configmaps(ns, n, value="v"):
     return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i:04d}", "namespace": ns},
              "data": {"a": value, "b": "x" * 200, "c": "y" * 200}} for i in range(n)]
-
-
-@pytest.fixture
-def ns(kube):
-    from tests.reliability import helpers as H
-
-    client = H.client_for(kube.kubeconfig)
-    name = "diffout-" + uuid.uuid4().hex[:6]
-    H.create_namespace(client, name)
-    yield name
-    H.delete_quietly(client, "/api/v1/namespaces/" + name)
-    client.close()
 
 
 def test_a_thousand_object_check_diff_stays_under_two_thousand_lines(tmp_path, kube, ns):

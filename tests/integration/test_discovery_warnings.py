@@ -9,58 +9,24 @@ APIService broke does not know that its group fails.
 """
 
 import contextlib
-import json
-import os
-import subprocess
 import sys
 import time
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+
+try:
+    from .test_sync_helpers import client_fixture, localhost_play, module_task, run_play
+except ImportError:  # rootdir-relative import (tests/integration is not a package)
+    from test_sync_helpers import client_fixture, localhost_play, module_task, run_play
 
 APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
 
-TASKS = {
-    "stack": """
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ ns }}"
-        namespace: "{{ ns }}"
-        discovery_cache_dir: "{{ cache }}"
-        resources: "{{ resources }}"
-      register: r
-""",
-    "stack_info": """
-    - name: info
-      stacksync.k8s.stack_info:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ ns }}"
-        namespace: "{{ ns }}"
-        discovery_cache_dir: "{{ cache }}"
-        resources: "{{ resources }}"
-      register: r
-""",
-}
-PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
-%s
-    - name: save result
-      ansible.builtin.copy:
-        content: "{{ r | to_json }}"
-        dest: "{{ out }}"
-"""
+OPTIONS = {"discovery_cache_dir": "{{ cache }}", "resources": "{{ resources }}"}
+TASKS = {"stack": module_task("stack", OPTIONS), "stack_info": module_task("stack_info", OPTIONS, name="info")}
 
-
-@pytest.fixture(scope="module")
-def client(kube):
-    return build_client({"kubeconfig": kube.kubeconfig})[0]
+client = client_fixture()
 
 
 @pytest.fixture
@@ -90,16 +56,9 @@ def broken_group(client):
 
 def run(tmp_path, kube, module, variables):
     """Run one task of ``module`` through ansible-playbook: (its registered result, the output)."""
-    (tmp_path / "play.yml").write_text(PLAYBOOK % TASKS[module])
-    out = tmp_path / "out.json"
-    (tmp_path / "vars.json").write_text(json.dumps(dict(variables, kc=kube.kubeconfig, out=str(out))))
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           "-e", "@" + str(tmp_path / "vars.json"), str(tmp_path / "play.yml")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", COLUMNS="400"))
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-3000:]
-    return json.loads(out.read_text()), log
+    played = run_play(tmp_path, localhost_play(TASKS[module]), dict(variables, kc=kube.kubeconfig), interpreter=False,
+                      env=dict(ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", COLUMNS="400"))
+    return played.result, played.log
 
 
 @pytest.mark.parametrize("module,in_process", [("stack", True), ("stack", False), ("stack_info", True)],

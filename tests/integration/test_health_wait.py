@@ -6,56 +6,25 @@ controller marks it ``Progressing=False`` / ``ProgressDeadlineExceeded`` after a
 sync must fail then, naming the object and the reason, instead of running into ``wait_timeout``.
 """
 
-import contextlib
-import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
+
+try:
+    from .test_sync_helpers import client_fixture, localhost_play, module_task, run_play
+except ImportError:  # rootdir-relative import (tests/integration is not a package)
+    from test_sync_helpers import client_fixture, localhost_play, module_task, run_play
 
 WAIT_TIMEOUT = 120  # far above the progress deadline: reaching it would mean wait did not fail fast
 FAST = 60  # seconds: the deadline (5 s) plus the controller's and the poll loop's delays, with room for a loaded machine
 
-PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: sync and wait
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ ns }}"
-        namespace: "{{ ns }}"
-        resources: "{{ resources }}"
-        wait: true
-        wait_timeout: "{{ wait_timeout }}"
-      register: r
-      ignore_errors: true
-    - name: save result
-      ansible.builtin.copy:
-        content: "{{ r | to_json }}"
-        dest: "{{ out }}"
-"""
+PLAYBOOK = localhost_play(module_task("stack", {"resources": "{{ resources }}", "wait": True, "wait_timeout": "{{ wait_timeout }}"},
+                                      name="sync and wait", ignore_errors=True))
 
-
-@pytest.fixture(scope="module")
-def client(kube):
-    return build_client({"kubeconfig": kube.kubeconfig})[0]
-
-
-@pytest.fixture
-def ns(client):
-    name = "ss-health-" + uuid.uuid4().hex[:6]
-    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    yield name
-    with contextlib.suppress(ApiError):
-        client.delete("/api/v1/namespaces/" + name)
+NS_PREFIX = "ss-health"  # tests/conftest.py's ns fixture
+client = client_fixture()
 
 
 def stalling_deployment(name, deadline=5):
@@ -67,21 +36,12 @@ def stalling_deployment(name, deadline=5):
 
 
 def test_stack_module_wait_fails_fast_on_progress_deadline_exceeded(tmp_path, kube, ns):
-    play = tmp_path / "play.yml"
-    play.write_text(PLAYBOOK)
-    out = tmp_path / "result.json"
-    extra = tmp_path / "vars.json"
-    extra.write_text(json.dumps({"kc": kube.kubeconfig, "out": str(out), "ns": ns, "stack": "health-" + uuid.uuid4().hex[:6],
-                                 "wait_timeout": WAIT_TIMEOUT,
-                                 "resources": [stalling_deployment("stalled"), {"apiVersion": "v1", "kind": "ConfigMap",
-                                                                                "metadata": {"name": "fine"}, "data": {"a": "b"}}]}))
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           "-e", "ansible_python_interpreter=" + sys.executable, "-e", "@" + str(extra), str(play)]
+    variables = {"ns": ns, "stack": "health-" + uuid.uuid4().hex[:6], "wait_timeout": WAIT_TIMEOUT, "kc": kube.kubeconfig,
+                 "resources": [stalling_deployment("stalled"), {"apiVersion": "v1", "kind": "ConfigMap",
+                                                                "metadata": {"name": "fine"}, "data": {"a": "b"}}]}
     started = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=WAIT_TIMEOUT + 60)
+    r = run_play(tmp_path, PLAYBOOK, variables, timeout=WAIT_TIMEOUT + 60).result
     elapsed = time.monotonic() - started
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    r = json.loads(out.read_text())
     assert r.get("failed"), r
     assert f"Deployment.apps {ns}/stalled" in r["msg"] and "ProgressDeadlineExceeded" in r["msg"], r["msg"]
     assert "has timed out progressing" in r["msg"] and "timed out after" not in r["msg"]

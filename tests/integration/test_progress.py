@@ -4,55 +4,23 @@ STACKSYNC_PROGRESS_INTERVAL is set tiny so a few hundred objects on the simulato
 kube-apiserver with STACKSYNC_TEST_KUBECONFIG) are enough to see several lines per phase.
 """
 
-import contextlib
-import json
-import os
 import re
-import subprocess
-import sys
 import uuid
 
-import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackManager
 from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Progress
 
+try:
+    from .test_sync_helpers import client_fixture, localhost_play, module_task, run_play
+except ImportError:  # rootdir-relative import (tests/integration is not a package)
+    from test_sync_helpers import client_fixture, localhost_play, module_task, run_play
+
 N = 300
 
-PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ ns }}"
-        namespace: "{{ ns }}"
-        resources: "{{ resources }}"
-        allow_empty: true
-        max_prune: "100%"
-      register: r
-    - name: save result
-      ansible.builtin.copy:
-        content: "{{ r | to_json }}"
-        dest: "{{ out }}"
-"""
+PLAYBOOK = localhost_play(module_task("stack", {"resources": "{{ resources }}", "allow_empty": True, "max_prune": "100%"}))
 
-
-@pytest.fixture(scope="module")
-def client(kube):
-    return build_client({"kubeconfig": kube.kubeconfig})[0]
-
-
-@pytest.fixture
-def ns(client):
-    name = "ss-prog-" + uuid.uuid4().hex[:6]
-    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    yield name
-    with contextlib.suppress(ApiError):
-        client.delete("/api/v1/namespaces/" + name)
+NS_PREFIX = "ss-prog"  # tests/conftest.py's ns fixture
+client = client_fixture()
 
 
 def configmaps(n):
@@ -60,17 +28,9 @@ def configmaps(n):
 
 
 def run(tmp_path, kube, variables, args, interval):
-    (tmp_path / "play.yml").write_text(PLAYBOOK)
-    out = tmp_path / "out.json"
-    (tmp_path / "vars.json").write_text(json.dumps(dict(variables, kc=kube.kubeconfig, out=str(out))))
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           "-e", "ansible_python_interpreter=" + sys.executable, "-e", "@" + str(tmp_path / "vars.json"),
-           str(tmp_path / "play.yml"), *args]
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", STACKSYNC_PROGRESS_INTERVAL=interval)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-3000:]
-    return json.loads(out.read_text()), log
+    played = run_play(tmp_path, PLAYBOOK, dict(variables, kc=kube.kubeconfig), *args, timeout=600,
+                      env=dict(ANSIBLE_NOCOLOR="1", STACKSYNC_PROGRESS_INTERVAL=interval))
+    return played.result, played.log
 
 
 def lines(log, stack, verb):

@@ -12,9 +12,6 @@
 
 import contextlib
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -22,6 +19,11 @@ import uuid
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import MERGE_PATCH, ApiError
+
+try:
+    from .test_sync_helpers import client_fixture, localhost_play, run_play
+except ImportError:  # rootdir-relative import (tests/integration is not a package)
+    from test_sync_helpers import client_fixture, localhost_play, run_play
 
 COMMON = """
         name: "{{ stack }}"
@@ -31,10 +33,7 @@ COMMON = """
 """
 
 #: stack_info, then stack, with the same desired set (src and render, or resources); both results saved
-PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
+PLAYBOOK = localhost_play("""
     - name: what would the sync do
       stacksync.k8s.stack_info:""" + COMMON + """        src: "{{ src | default(omit) }}"
         render: "{{ render | default(omit) }}"
@@ -50,59 +49,28 @@ PLAYBOOK = """
       register: sync
       ignore_errors: true
       when: sync_too | default(true)
-    - name: save results
-      ansible.builtin.copy:
-        content: "{{ {'info': info, 'sync': sync} | to_json }}"
-        dest: "{{ out }}"
-"""
+""", saved="{'info': info, 'sync': sync}")
 
 #: stack_info with arbitrary arguments (validation), result saved even when it fails
-ARGS_PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
+ARGS_PLAYBOOK = localhost_play("""
     - name: info
       stacksync.k8s.stack_info: "{{ args }}"
       register: info
       ignore_errors: true
-    - name: save result
-      ansible.builtin.copy:
-        content: "{{ {'info': info} | to_json }}"
-        dest: "{{ out }}"
-"""
+""", saved="{'info': info}")
 
 IN_PROCESS = "stacksync.k8s.stack_info: running in the controller's process"
 MODULE_PROCESS = "stacksync.k8s.stack_info: running as a module process"
 
 
-@pytest.fixture(scope="module")
-def client(kube):
-    c = build_client({"kubeconfig": kube.kubeconfig})[0]
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def ns(client):
-    name = "ss-info-" + uuid.uuid4().hex[:6]
-    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    yield name
-    with contextlib.suppress(ApiError):
-        client.delete("/api/v1/namespaces/" + name)
+NS_PREFIX = "ss-info"  # tests/conftest.py's ns fixture
+client = client_fixture()
 
 
 def run(tmp_path, kube, variables, playbook=PLAYBOOK):
     """Run ``playbook`` on localhost (``-c local``, this Python, ``-vvv``); the saved results and the output."""
-    play = tmp_path / "play.yml"
-    play.write_text(playbook)
-    out = tmp_path / "result.json"
-    extra = tmp_path / "vars.json"
-    extra.write_text(json.dumps(dict(variables, kc=kube.kubeconfig, out=str(out))))
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           "-e", "ansible_python_interpreter=" + sys.executable, "-e", "@" + str(extra), str(play), "-vvv"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(out.read_text()), proc.stdout + proc.stderr
+    played = run_play(tmp_path, playbook, dict(variables, kc=kube.kubeconfig), "-vvv")
+    return played.result, played.log
 
 
 def names(objects, **where):

@@ -1,70 +1,28 @@
 """The real `stacksync.k8s.stack` module through ansible-playbook (localhost, -c local)."""
 
 import base64
-import contextlib
 import json
 import os
-import subprocess
 import sys
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+
+try:
+    from .test_sync_helpers import client_fixture, localhost_play, module_task, run_play
+except ImportError:  # rootdir-relative import (tests/integration is not a package)
+    from test_sync_helpers import client_fixture, localhost_play, module_task, run_play
+
+PLAYBOOK = localhost_play(module_task("stack", {"record_namespace": "{{ record_ns }}",
+                                                 "commit": "{{ commit | default(omit) }}", "resources": "{{ resources }}"}))
 
 
-def play(task):
-    """A playbook on localhost running ``task`` (YAML of one task registering ``r``) and saving ``r`` to ``out``."""
-    return """
-- hosts: localhost
-  gather_facts: false
-  tasks:
-""" + task + """    - name: save result
-      check_mode: false
-      diff: false
-      ansible.builtin.copy:
-        content: "{{ r | to_json }}"
-        dest: "{{ out }}"
-"""
+NS_PREFIX = "ss-mod"  # tests/conftest.py's ns fixture
+client = client_fixture()
 
 
-PLAYBOOK = play("""
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ record_ns }}"
-        namespace: "{{ ns }}"
-        commit: "{{ commit | default(omit) }}"
-        resources: "{{ resources }}"
-      register: r
-""")
-
-
-@pytest.fixture(scope="module")
-def client(kube):
-    return build_client({"kubeconfig": kube.kubeconfig})[0]
-
-
-@pytest.fixture
-def ns(client):
-    name = "ss-mod-" + uuid.uuid4().hex[:6]
-    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    yield name
-    with contextlib.suppress(ApiError):
-        client.delete("/api/v1/namespaces/" + name)
-
-
-INFO_PLAYBOOK = play("""
-    - name: info
-      stacksync.k8s.stack_info:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ record_ns }}"
-        namespace: "{{ ns }}"
-        resources: "{{ resources }}"
-      register: r
-""")
+INFO_PLAYBOOK = localhost_play(module_task("stack_info", {"record_namespace": "{{ record_ns }}",
+                                                           "resources": "{{ resources }}"}, name="info"))
 
 
 def run(tmp_path, kube, args, variables, verbose=False, playbook=PLAYBOOK, interpreter=True, inventory="localhost,",
@@ -74,34 +32,9 @@ def run(tmp_path, kube, args, variables, verbose=False, playbook=PLAYBOOK, inter
     ``interpreter``: pass ``ansible_python_interpreter`` (this Python) as an extra variable; ``env``:
     environment variables to set (``None`` values removed).
     """
-    play = tmp_path / "play.yml"
-    play.write_text(playbook)
-    out = tmp_path / "result.json"
-    extra = tmp_path / "vars.json"
-    extra.write_text(json.dumps(dict(variables, kc=kube.kubeconfig, out=str(out))))
-    cmd = [
-        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-        "-i",
-        inventory,
-        "-c",
-        "local",
-        *(["-e", "ansible_python_interpreter=" + sys.executable] if interpreter else []),
-        "-e",
-        "@" + str(extra),
-        str(play),
-        *args,
-    ]
-    if verbose:
-        cmd.append("-vvv")
-    environment = dict(os.environ)
-    for name, value in (env or {}).items():
-        if value is None:
-            environment.pop(name, None)
-        else:
-            environment[name] = value
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=environment)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(out.read_text()), proc.stdout + proc.stderr
+    played = run_play(tmp_path, playbook, dict(variables, kc=kube.kubeconfig), *args, *(["-vvv"] if verbose else []),
+                      interpreter=interpreter, inventory=inventory, env=env)
+    return played.result, played.log
 
 
 IN_PROCESS = "stacksync.k8s.stack: running in the controller's process"
@@ -144,18 +77,8 @@ def test_module_sync_noop_check_and_no_secret_in_output(tmp_path, kube, client, 
     assert client.get_or_none(f"/api/v1/namespaces/{ns}/secrets/s") is None
 
 
-SRC_PLAYBOOK = play("""
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ record_ns }}"
-        namespace: "{{ ns }}"
-        src: "{{ src }}"
-        render: "{{ render | default(omit) }}"
-      register: r
-      ignore_errors: true
-""")
+SRC_PLAYBOOK = localhost_play(module_task("stack", {"record_namespace": "{{ record_ns }}", "src": "{{ src }}",
+                                                     "render": "{{ render | default(omit) }}"}, ignore_errors=True))
 
 
 @pytest.mark.parametrize("in_process", [True, False], ids=["controller-process", "module-process"])
@@ -192,7 +115,7 @@ def test_src_is_rendered_on_the_controller_and_a_broken_tree_writes_nothing(tmp_
     assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/listed") is not None
 
 
-VALIDATION_PLAYBOOK = play("""
+VALIDATION_PLAYBOOK = localhost_play("""
     - name: sync
       stacksync.k8s.stack: "{{ args }}"
       register: r
@@ -239,18 +162,8 @@ def test_credentials_are_masked_in_the_result_of_either_process(tmp_path, kube, 
     assert '"host": "https://********@127.0.0.1:9"' in log
 
 
-ASYNC_PLAYBOOK = play("""
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ ns }}"
-        namespace: "{{ ns }}"
-        resources: [{apiVersion: v1, kind: ConfigMap, metadata: {name: bg}, data: {a: "1"}}]
-      async: 120
-      poll: 1
-      register: r
-""")
+ASYNC_PLAYBOOK = localhost_play(module_task("stack", {"resources": [
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bg"}, "data": {"a": "1"}}]}, **{"async": 120, "poll": 1}))
 
 
 def test_an_async_task_runs_as_a_module_process_in_the_background(tmp_path, kube, client, ns):
@@ -272,18 +185,8 @@ def test_stack_info_module(tmp_path, kube, ns):
     assert [(o["name"], o["status"]) for o in r["objects"]] == [("c", "out_of_date")]
 
 
-CACHE_PLAYBOOK = play("""
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ record_ns }}"
-        namespace: "{{ ns }}"
-        discovery_cache_dir: "{{ cache }}"
-        resources: "{{ resources }}"
-      register: r
-      ignore_errors: true
-""")
+CACHE_PLAYBOOK = localhost_play(module_task("stack", {"record_namespace": "{{ record_ns }}", "discovery_cache_dir": "{{ cache }}",
+                                                       "resources": "{{ resources }}"}, ignore_errors=True))
 
 
 def _cached_configmaps(cache):
@@ -413,17 +316,7 @@ def test_another_python_set_any_way_runs_a_module_process_and_says_how_it_was_se
         assert r["ansible_facts"]["discovered_interpreter_python"] == other
 
 
-DELEGATED_PLAYBOOK = play("""
-    - name: sync
-      stacksync.k8s.stack:
-        name: "{{ stack }}"
-        kubeconfig: "{{ kc }}"
-        record_namespace: "{{ ns }}"
-        namespace: "{{ ns }}"
-        resources: "{{ resources }}"
-      delegate_to: localhost
-      register: r
-""")
+DELEGATED_PLAYBOOK = localhost_play(module_task("stack", {"resources": "{{ resources }}"}, delegate_to="localhost"))
 
 
 @pytest.mark.parametrize("pipelining", ["false", "true"])

@@ -1,15 +1,19 @@
-"""Helpers for the tests of role / playbook ``stacksync.k8s.sync``: git repos, inventories, runs.
+"""Helpers of the integration tests: git repos, inventories, runs of role / playbook ``stacksync.k8s.sync``,
+and plays on localhost that run a module and save its result (:func:`localhost_play`, :func:`run_play`).
 
-Imported by the ``test_sync_*``, ``test_awx*`` and ``test_demo*`` modules (no tests here).
+Imported by the ``test_*`` modules of this directory (no tests here).
 """
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
 
 BIN = Path(sys.executable).parent
@@ -164,3 +168,84 @@ def run_playbook(inventory, extra_vars, *args, playbook="stacksync.k8s.sync", en
     cmd = [ANSIBLE_PLAYBOOK, str(playbook), "-i", str(inventory), "-e", "@" + str(vars_file), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or clean_env(), cwd=cwd)
     return Run(proc)
+
+
+# -- plays on localhost that run a module and save its registered result ---------------------------------------
+
+
+def localhost_play(tasks, saved="r"):
+    """A play on localhost: ``tasks`` (YAML text of tasks, indented by four spaces), then the value of the
+    expression ``saved`` (a registered result) written as JSON to the file ``out`` (check and diff mode off)."""
+    return """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+""" + tasks + """    - name: save result
+      check_mode: false
+      diff: false
+      ansible.builtin.copy:
+        content: "{{ SAVED | to_json }}"
+        dest: "{{ out }}"
+""".replace("SAVED", saved)
+
+
+#: the options of every module task of these plays (:func:`module_task`): the stack, the cluster, the namespaces
+TARGET = {"name": "{{ stack }}", "kubeconfig": "{{ kc }}", "record_namespace": "{{ ns }}", "namespace": "{{ ns }}"}
+
+
+def module_task(module, options, name="sync", **keywords):
+    """YAML text of a task of ``stacksync.k8s.<module>`` with :data:`TARGET` and ``options`` (which win), registering
+    ``r``, with the task ``keywords`` (``ignore_errors``, ``async``, ...); indented for :func:`localhost_play`."""
+    task = {"name": name, "stacksync.k8s." + module: dict(TARGET, **options), "register": "r", **keywords}
+    return textwrap.indent(yaml.safe_dump([task], sort_keys=False, width=1000), "    ")
+
+
+class Played:
+    """A finished ``ansible-playbook`` run: what its play saved to ``out`` (None if nothing) and its output."""
+
+    def __init__(self, result, stdout, stderr):
+        self.result, self.stdout, self.stderr = result, stdout, stderr
+
+    @property
+    def log(self):
+        return self.stdout + self.stderr
+
+
+def run_play(tmp_path, playbook, variables, *args, interpreter=True, inventory="localhost,", env=None, timeout=300):
+    """``ansible-playbook -i <inventory> -c local`` of ``playbook`` (its text) with ``variables`` and ``out`` (the
+    file :func:`localhost_play` saves to) as extra variables, then ``args``; fails the test unless it exits 0.
+
+    :param interpreter: pass this Python as ``ansible_python_interpreter``.
+    :param env: environment variables to set (a ``None`` value removes one).
+    :returns: :class:`Played`.
+    """
+    play = tmp_path / "play.yml"
+    play.write_text(playbook)
+    out = tmp_path / "result.json"
+    with contextlib.suppress(FileNotFoundError):
+        out.unlink()  # a result is this run's
+    extra = tmp_path / "vars.json"
+    extra.write_text(json.dumps(dict(variables, out=str(out))))
+    cmd = [ANSIBLE_PLAYBOOK, "-i", inventory, "-c", "local",
+           *(["-e", "ansible_python_interpreter=" + sys.executable] if interpreter else []),
+           "-e", "@" + str(extra), str(play), *args]
+    environment = dict(os.environ)
+    for name, value in (env or {}).items():
+        if value is None:
+            environment.pop(name, None)
+        else:
+            environment[name] = value
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=environment)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return Played(json.loads(out.read_text()) if out.exists() else None, proc.stdout, proc.stderr)
+
+
+def client_fixture():
+    """The fixture ``client`` of a test module: the ``admin`` client of tests/conftest.py (whose ``ns`` fixture, named
+    after the module's ``NS_PREFIX``, makes a namespace per test)."""
+
+    @pytest.fixture(scope="module")
+    def client(admin):
+        return admin
+
+    return client

@@ -38,3 +38,17 @@ def test_a_connection_problem_fails_the_run_with_its_message(tmp_path):
     with pytest.raises(RunFailed) as e:
         info.run_stack_info(params)
     assert "missing" in e.value.msg
+
+
+def test_stack_and_stack_info_document_the_discovery_cache_with_one_fragment():
+    from ansible_collections.stacksync.k8s.plugins.doc_fragments import discovery_cache
+    from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC as STACK_SPEC
+    from ansible_collections.stacksync.k8s.plugins.modules import stack, stack_info
+
+    documented = yaml.safe_load(discovery_cache.ModuleDocFragment.DOCUMENTATION)["options"]
+    for module, spec in ((stack, STACK_SPEC), (stack_info, info.ARGUMENT_SPEC)):
+        doc = yaml.safe_load(module.DOCUMENTATION)
+        assert "stacksync.k8s.discovery_cache" in doc["extends_documentation_fragment"]
+        assert not set(documented) & set(doc["options"])
+        for name, option in documented.items():
+            assert (option["type"], option["default"]) == (spec[name]["type"], spec[name]["default"]), name

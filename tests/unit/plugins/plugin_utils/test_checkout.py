@@ -2,6 +2,7 @@
 credentials kept out of the checkout and of every message."""
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -101,3 +102,64 @@ def test_run_token_names_the_parent_process():
     token = co.run_token()
     assert token.split(":")[0] == str(os.getppid())
     assert co.run_token() == token
+
+
+def test_a_clone_with_a_remote_loses_it_on_the_next_fetch(tmp_path, repo):
+    """Checkouts cloned by the source role's former ansible.builtin.git kept the URL (and its credentials)."""
+    work, url = repo
+    cache = str(tmp_path / "cache")
+    dest = co.checkout_dir(cache, url, "main")
+    os.makedirs(cache)
+    git(cache, "clone", "-q", url, dest)
+    assert url in read(dest, ".git", "config")
+    got = co.checkout(url, "main", cache)
+    assert got == {"dir": dest, "commit": git(work, "rev-parse", "main"), "fetched": True}
+    config = read(dest, ".git", "config")
+    assert "[remote" not in config and url not in config
+
+
+def test_repo_subpath_is_normalised_and_stays_inside_the_repository():
+    assert co.repo_subpath("") == co.repo_subpath(".") == co.repo_subpath("./") == "."
+    assert co.repo_subpath("clusters/prod/") == co.repo_subpath("clusters/./x/../prod") == "clusters/prod"
+    for bad in ("..", "../x", "a/../../x", "/etc", "//x"):
+        with pytest.raises(ValueError, match=re.escape(f"path must be a relative path inside the repository, not {bad!r}")):
+            co.repo_subpath(bad)
+
+
+def test_source_stack_is_given_or_derived_and_always_a_label_value():
+    url = "https://user:tok@git.example.com/org/apps.git"
+    assert co.source_stack(url, ".") == "git.example.com-org-apps"
+    assert co.source_stack(url, "clusters/prod") == "git.example.com-org-apps-clusters-prod"
+    assert co.source_stack(url, "clusters/prod", "mine") == "mine"
+    for bad in ("-bad-", "x" * 64, "has space"):
+        with pytest.raises(ValueError, match="is not a valid label value"):
+            co.source_stack(url, ".", bad)
+    with pytest.raises(ValueError, match="cannot derive a stack name"):
+        co.source_stack("", ".")
+
+
+def test_checkout_source_checks_first_then_checks_out_the_directory(tmp_path, repo):
+    work, url = repo
+    cache = tmp_path / "cache"
+    for path, stack in (("../up", ""), ("", "Not A Label!")):
+        with pytest.raises(co.CheckoutError) as e:
+            co.checkout_source(url, "main", path, str(cache), stack)
+        assert e.value.reason == co.INVALID
+    assert not cache.exists()  # nothing fetched for bad input
+    got = co.checkout_source(url, "feature", "./", str(cache))
+    commit = git(work, "rev-parse", "feature")
+    assert got == {"repo": url, "version": "feature", "checkout": co.checkout_dir(str(cache), url, "feature"),
+                   "path": co.checkout_dir(str(cache), url, "feature"), "commit": commit,
+                   "stack": co.source_stack(url, "."), "fetched": True}
+    with pytest.raises(co.CheckoutError) as e:
+        co.checkout_source(url, "main", "a.yaml", str(cache))  # a file of main's tree, not a directory
+    assert e.value.reason == co.NO_DIRECTORY
+    assert str(e.value) == f"a.yaml is not a directory in {url} at {git(work, 'rev-parse', 'main')}"
+
+
+def test_checkout_source_messages_name_the_url_without_credentials(tmp_path):
+    with pytest.raises(co.CheckoutError) as e:
+        co.checkout_source("https://user:s3cret@127.0.0.1:9/nothing.git", "v2", "", str(tmp_path / "cache"))
+    assert e.value.reason == co.NOT_CHECKED_OUT
+    assert str(e.value).startswith("cannot check out v2 of https://127.0.0.1:9/nothing.git: ")
+    assert "s3cret" not in str(e.value) and "user" not in str(e.value)

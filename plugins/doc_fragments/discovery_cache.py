@@ -1,0 +1,22 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, stacksync.k8s contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Option ``discovery_cache_dir`` of the modules that read API discovery (stack, stack_info)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    DOCUMENTATION = r"""
+options:
+  discovery_cache_dir:
+    description:
+      - Directory for a discovery cache shared between runs (like kubectl's C(~/.kube/cache/discovery)), one file
+        per API server URL, kept for 10 minutes. It is read again on a miss (a kind not in the cache) and after CRDs
+        are applied, and dropped after a failed run.
+      - Set to an empty string to read discovery from the API server on every run.
+    type: path
+    default: ~/.kube/cache/stacksync
+"""
