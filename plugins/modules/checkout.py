@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: checkout
 short_description: Check out a directory of a git repository on the controller, once per run
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Fetches O(version) of O(repo) into a cache directory on the controller with the C(git) command and checks it out
     (a detached commit; local changes and untracked files are discarded), the way M(stacksync.k8s.sources) checks

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sources
 short_description: Sync a cluster from git sources, one stack per source (fetch, render, apply all, then prune all)
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - What role C(stacksync.k8s.sync) runs, as one task. For each source it checks out the repository on the
     controller, renders its manifests with the C(stacksync.k8s.manifests) lookup, applies every stack with
