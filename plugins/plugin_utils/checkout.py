@@ -162,7 +162,7 @@ def checkout(repo, version, cache_dir, token=None):
         elif token and _read(marker) == token:
             return {"dir": dest, "commit": git.run("rev-parse", "HEAD"), "fetched": False}
         else:
-            # a clone by ansible.builtin.git (role stacksync.k8s.source before 0.3.0) keeps the URL in a remote
+            # a clone by ansible.builtin.git (role stacksync.k8s.source before 0.2.0) keeps the URL in a remote
             for remote in git.run("remote").split():
                 git.run("remote", "remove", remote)
         commit = git.fetch_commit(version)
