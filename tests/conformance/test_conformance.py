@@ -863,3 +863,21 @@ def test_immutable_service_cluster_ip(api, ns):
     assert_status(status, body, 422, "Invalid")
     assert body["details"]["causes"] == [{"reason": "FieldValueInvalid", "field": "spec.clusterIPs",
                                           "message": f'Invalid value: ["{other}"]: first value must match `clusterIP`'}]
+
+
+def test_a_name_with_a_colon_is_addressed_percent_encoded(api):
+    """RBAC objects are often named ``system:...``: the collection's client sends ``:`` as ``%3A`` in the
+    path, and the server decodes the path before routing (the object is the same either way)."""
+    name = unique("conf") + ":colon"
+    path = "/apis/rbac.authorization.k8s.io/v1/clusterroles/" + name.replace(":", "%3A")
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": []}
+    status, body, _ = api.apply(path, role)
+    assert status == 201 and body["metadata"]["name"] == name, body
+    try:
+        status, body, _ = api.request("GET", path)
+        assert status == 200 and body["metadata"]["name"] == name
+        status, body, _ = api.request("GET", path.replace("%3A", ":"))  # the same object either way
+        assert status == 200 and body["metadata"]["name"] == name
+    finally:
+        status, _, _ = api.request("DELETE", path)
+        assert status == 200

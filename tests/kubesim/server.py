@@ -6,7 +6,7 @@ import re
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
@@ -31,7 +31,7 @@ class Request:
     def __init__(self, method, raw_path, headers, body):
         parts = urlsplit(raw_path)
         self.method = method
-        self.path = parts.path.rstrip("/") or "/"
+        self.path = unquote(parts.path).rstrip("/") or "/"  # decoded, as Go's URL.Path (%3A: a name with ":")
         self.query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         self.headers = headers
         self.body = body
