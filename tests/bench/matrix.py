@@ -3,12 +3,14 @@
 One row per stacksync tool and scenario with its wall and CPU seconds, how many times faster it was
 than kubernetes.core's list mode and ``kubectl apply --server-side`` in the same run (their wall
 seconds divided by the row's), and for the ``@module`` rows the module process's time divided by
-the same form's in the controller's process. Several results files (runs of the same tools) are
+the median of the same form's rows that ran in the controller's process (every other way of
+setting the interpreter: one row alone may have been slowed by the machine's load). Several results files (runs of the same tools) are
 read as one: each ratio is taken within its own run.
 """
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -34,10 +36,11 @@ def rows(results):
             p = by.get((peer, r["scenario"]))
             row[peer] = round(p["seconds"] / r["seconds"], 1) if p and r["seconds"] else None
         if r["tool"].endswith("@module"):
-            base = by.get((_form(r["tool"]), r["scenario"]))
+            base = [b for b in records if b["scenario"] == r["scenario"] and b["tool"].startswith("stacksync")
+                    and _form(b["tool"]) == _form(r["tool"]) and not b["tool"].endswith("@module")]
             if base:
-                row["module_ratio"] = round(r["seconds"] / base["seconds"], 2)
-                row["module_cpu_ratio"] = round(r["cpu_seconds"] / base["cpu_seconds"], 2)
+                row["module_ratio"] = round(r["seconds"] / statistics.median(b["seconds"] for b in base), 2)
+                row["module_cpu_ratio"] = round(r["cpu_seconds"] / statistics.median(b["cpu_seconds"] for b in base), 2)
         out.append(row)
     return out
 

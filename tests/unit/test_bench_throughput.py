@@ -42,13 +42,17 @@ def _record(tool, scenario, seconds, cpu):
                 load_avg=1.0)
 
 
-def test_matrix_ratios_are_taken_within_the_run():
+def test_matrix_ratios_are_taken_within_the_run_and_the_form():
     results = {"records": [_record("stacksync", "first", 2.0, 1.5), _record("stacksync@module", "first", 2.5, 2.0),
+                           _record("stacksync@env", "first", 1.8, 1.4), _record("stacksync@cfg", "first", 5.0, 1.6),
+                           _record("stacksync-query", "first", 9.0, 9.0),
                            _record("k8s-list", "first", 20.0, 7.0), _record("kubectl", "first", 30.0, 28.0),
                            _record("stacksync-query@module", "noop", 1.5, 1.4)]}
     rows = {(r["tool"], r["scenario"]): r for r in matrix.rows(results)}
-    assert set(rows) == {("stacksync", "first"), ("stacksync@module", "first"), ("stacksync-query@module", "noop")}
+    assert set(rows) == {("stacksync", "first"), ("stacksync@module", "first"), ("stacksync@env", "first"),
+                         ("stacksync@cfg", "first"), ("stacksync-query", "first"), ("stacksync-query@module", "noop")}
     assert rows[("stacksync", "first")]["k8s-list"] == 10.0 and rows[("stacksync", "first")]["kubectl"] == 15.0
+    # against the median of the form's controller-process rows (2.0 s, 1.5 s CPU), not another form's
     assert rows[("stacksync@module", "first")]["module_ratio"] == 1.25
     assert rows[("stacksync@module", "first")]["module_cpu_ratio"] == 1.33
     assert rows[("stacksync-query@module", "noop")]["kubectl"] is None  # no peer, no controller row in that run
