@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.info import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, run_stack_info
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import StackAction
 
@@ -21,6 +22,10 @@ class ActionModule(StackAction):
     MODULE = "stacksync.k8s.stack_info"
     ARGUMENT_SPEC = ARGUMENT_SPEC
     MUTUALLY_EXCLUSIVE = MUTUALLY_EXCLUSIVE
+
+    @gc_paused  # as stack's: rendering, the engine's lists and the per-object report allocate thousands of objects
+    def run(self, tmp=None, task_vars=None):
+        return super(ActionModule, self).run(tmp, task_vars)
 
     def _runner(self, params, warn):
         return run_stack_info(params, warn=warn)

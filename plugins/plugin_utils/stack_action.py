@@ -106,7 +106,8 @@ def run_in_process(runner, params, validated, argument_spec):
     result["invocation"] = {"module_args": safe_params(params, argument_spec)}
     if warnings:
         result["warnings"] = warnings
-    return remove_values(result, no_log_values)
+    # remove_values copies the whole result (thousands of entries) even with nothing to mask
+    return remove_values(result, no_log_values) if no_log_values else result
 
 
 class StackAction(ActionBase):

@@ -48,6 +48,9 @@ def parse_args(argv):
                         "inventory with a host per cluster (tools that can: stacksync*, k8s-list)")
     parser.add_argument("--forks", type=int, help="Ansible forks with --clusters (default: one per cluster)")
     parser.add_argument("--concurrency", type=int, help="stacksync's concurrency option (default: the module's default)")
+    parser.add_argument("--settle", type=float, help="seconds to wait after every tool's cluster is up, before the first "
+                        "scenario (default 20 with --real: the control planes, started together, are still busy starting "
+                        "up when the first tool runs; 0 otherwise)")
     parser.add_argument("--ansible-venv", type=Path, help="venv whose ansible-playbook runs the playbooks "
                         "(default: the running Python's venv)")
     parser.add_argument("--output", type=Path, default=Path(__file__).resolve().parent / "results.json")
@@ -69,6 +72,8 @@ def parse_args(argv):
         if single:
             parser.error("--clusters: these tools sync one cluster only: " + ", ".join(single))
         args.forks = args.forks or args.clusters
+    if args.settle is None:
+        args.settle = 20.0 if args.real else 0.0
     if args.real:
         args.backend = cluster.RealBackend(args.kube_up)
     elif args.kubeconfig:
@@ -183,6 +188,8 @@ def run_all(args, workdir, bin_dir):
             stack.enter_context(lane.cluster)
             _server_version(args, lane)
             lane.setup()
+        if args.settle:  # fresh control planes finish starting (controllers, bootstrap objects) before anything is timed
+            time.sleep(args.settle)
         for scenario in args.scenarios:
             records.extend(lane.run(scenario) for lane in lanes if not lane.failed)
     return records

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.bench import manifests
+
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(bool(os.environ.get("STACKSYNC_TEST_KUBECONFIG")),
@@ -30,3 +32,17 @@ def test_bench_runs_all_scenarios_for_stacksync(tmp_path):
     assert not any(noop.get(verb) for verb in ("apply", "create", "update", "patch", "delete")), noop
     assert records["removed"]["removed"] > 0
     assert "| noop | stacksync | 20 |" in proc.stdout
+
+
+def test_throughput_measures_every_client_on_the_simulator(tmp_path):
+    output = tmp_path / "throughput.json"
+    proc = subprocess.run([sys.executable, "-m", "tests.bench.throughput", "--objects", "40", "--inflight", "4",
+                           "--output", str(output)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = {r["client"]: r for r in json.loads(output.read_text())["medians"]}
+    assert set(rows) == {"raw", "kubeclient", "engine"}
+    for client in ("raw", "kubeclient"):  # every PATCH of the bulk created its object
+        assert rows[client]["statuses"] == {"201": rows[client]["bulk_objects"]}, rows[client]
+        assert rows[client]["bulk_objects"] == 40 - len(manifests.namespaces_for(40)) - 1  # namespaces, CRD first
+    assert rows["engine"]["counts"]["created"] == 40 and rows["engine"]["requests"]["PATCH"] >= 40
+    assert "| engine | 4 | 40 |" in proc.stdout
