@@ -7,7 +7,8 @@ A thin sequencer of one verb per module (fluxcd/pkg ssa's ResourceManager is the
 docs/architecture.md): **prepare** (:mod:`.prepare`), **observe** (:mod:`.observe`), **plan**
 (:mod:`.plan`: the applies and the prune plan, on fresh discovery with the facts :mod:`.prune`
 reads; shared by ``sync``, check mode, ``stack_info`` and ``state: absent``), then **execute**:
-nothing if the plan writes nothing (no lock, no write); else under the stack's Lease plan again,
+nothing if the plan writes nothing (no lock, no write); only the record if nothing else changed (a new
+commit: under the Lease, unless another run recorded meanwhile); else under the stack's Lease plan again,
 widen the record, **apply** (:mod:`.apply`), **wait** (:mod:`.wait`), **prune** (:mod:`.prune`)
 only if every apply succeeded, narrow the record. Check mode executes with server-side dry runs.
 """
@@ -19,7 +20,6 @@ __metaclass__ = type
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.stacksync.k8s.plugins.module_utils import changeset as C
 from ansible_collections.stacksync.k8s.plugins.module_utils import plan as P
 from ansible_collections.stacksync.k8s.plugins.module_utils.apply import Applier, ApplyError, foreign_owned, shared_objects
 from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import ChangeSet
@@ -27,7 +27,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiErr
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LeaseLock, LockError
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, live_api_version, owned_by, stack_checksum
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, owned_by, stack_checksum
 from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Observer
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, StackOptions
 from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import PrepareError, prepare, stamp_all
@@ -194,39 +194,40 @@ class StackManager:
         if problem:
             raise StackError("stack %r: %s" % (self.stack, problem), phase="prune")
 
-    def _report_plan(self, plan, changeset, applying):
-        """Entries for what the plan leaves alone: unchanged, opted out, kept, terminating."""
-        for d in plan.unchanged:
-            changeset.add(d.oid, d.api_version, C.UNCHANGED, C.PHASE_APPLY)
-        for d in plan.ignored:
-            changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, P.IGNORED, "ignore annotation set")
-        if not applying:  # phase=prune: what is not in sync is reported, not written
-            for d in plan.to_apply:
-                changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, P.NOT_APPLIED, "not applied (phase=prune)")
-        if plan.prune is not None:
-            for oid, info, obj, reason in plan.prune.kept:
-                changeset.add(oid, live_api_version(obj, info), C.SKIPPED, C.PHASE_PRUNE, reason.code,
-                              str(reason))
-            for oid, info, obj, reason in plan.prune.terminating:
-                changeset.add(oid, live_api_version(obj, info), C.TERMINATING, C.PHASE_PRUNE,
-                              reason.code, str(reason))
-
     def _end_fields(self, desired, plan, remaining, pruned_ok):
         return record_fields(desired, self.record.group_kinds, plan.snap.unverified, remaining, pruned_ok,
                              self.opts.commit)
 
+    def _no_object_fields(self, desired, plan):
+        """The record's fields after a run that writes no object (None if it writes one)."""
+        if (plan.to_apply if self.opts.applying else []) or plan.deletes:
+            return None
+        return self._end_fields(desired, plan, plan.staying_kinds(self.stack), plan.prune is not None)
+
     def _writes_nothing(self, desired, plan):
-        to_apply = plan.to_apply if self.opts.applying else []
-        if to_apply or plan.deletes:
+        fields = self._no_object_fields(desired, plan)
+        return fields is not None and not (self.opts.writes_record and record_would_change(
+            self.record.data, self.record.group_kinds, fields))
+
+    def _record_only(self, desired, plan):
+        """Under the Lease: a plan that writes no object, only the record (a new commit of the same manifests),
+        saves the record without observing again, if no run recorded anything since it was observed."""
+        fields = self._no_object_fields(desired, plan)
+        observed = self.record.data
+        if fields is None or observed is None or not self.opts.writes_record or self.record.load() != observed:
             return False
-        if not self.opts.writes_record:
-            return True
-        fields = self._end_fields(desired, plan, plan.staying_kinds(self.stack), plan.prune is not None)
-        return not record_would_change(self.record.data, self.record.group_kinds, fields)
+        self.record.save(lastSyncTime=now_rfc3339(), **fields)
+        return True
+
+    def _unchanged(self, desired, plan, changeset):
+        """The ChangeSet of a run that wrote no object."""
+        P.report_plan(plan, changeset, self.opts.applying)
+        changeset.checksum = stack_checksum([d.checksum for d in desired])
+        return changeset
 
     def execute(self, desired, plan, changeset, dry_run):
         """Carry out ``plan`` (server-side dry runs with ``dry_run``); fills ``changeset``."""
-        self._report_plan(plan, changeset, self.opts.applying)
+        P.report_plan(plan, changeset, self.opts.applying)
         to_apply = plan.to_apply if self.opts.applying else []
         shared_objects(desired if self.opts.applying else [], plan.snap, self.opts, changeset)
         if self.opts.fail_on_shared and self.opts.applying and to_apply:
@@ -292,11 +293,11 @@ class StackManager:
             if self.opts.check_mode:
                 return self.execute(desired, plan, cs, dry_run=True)
             if self._writes_nothing(desired, plan):
-                self._report_plan(plan, cs, self.opts.applying)
-                cs.checksum = stack_checksum([d.checksum for d in desired])
-                return cs
+                return self._unchanged(desired, plan, cs)
             with self._locked():
                 cs = self._changeset = self._fresh(cs)
+                if self._record_only(desired, plan):
+                    return self._unchanged(desired, plan, cs)
                 key = self._load_key(desired, create=self.opts.applying)
                 if key != first_key:  # created just now: only keyed (Secret) checksums depend on it
                     stamp_all([d for d in desired if is_secret(d.oid)], self.stack, key)
@@ -323,13 +324,13 @@ class StackManager:
             if not plan.deletes and self.record.data is None:
                 return cs
             if self.opts.check_mode:
-                self._report_plan(plan, cs, applying=False)
+                P.report_plan(plan, cs, applying=False)
                 self.pruner.execute(plan.prune, cs, dry_run=True)
                 return cs
             with self._locked():
                 cs = self._changeset = self._fresh(ChangeSet())
                 plan = self.plan([], cs, pruning=True)
-                self._report_plan(plan, cs, applying=False)
+                P.report_plan(plan, cs, applying=False)
                 remaining, _pruned = self._prune(plan, cs, dry_run=False)
                 self._ensure_lock()
                 if not remaining and not plan.snap.unverified:

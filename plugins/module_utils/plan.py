@@ -13,13 +13,21 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.stacksync.k8s.plugins.module_utils import changeset as C
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import in_sync
 from ansible_collections.stacksync.k8s.plugins.module_utils.drift import drift as drift_of
 from ansible_collections.stacksync.k8s.plugins.module_utils.drift import entries as drift_entries
 from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import identity_digest
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, is_ignored, owned_by, prune_disabled, ssa_policy
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
+    annotation,
+    is_ignored,
+    live_api_version,
+    owned_by,
+    prune_disabled,
+    ssa_policy,
+)
 
 #: Apply stages (prune runs them in reverse). Stage 0 must exist before anything can go in it:
 #: Namespaces and CRDs (after which we wait for CRDs to be Established and re-read discovery).
@@ -287,3 +295,21 @@ class Plan:
         going = self.prune.ids if self.prune is not None else set()
         return set(oid.group_kind for oid, (_i, obj) in self.snap.ours.items()
                    if oid not in going and owned_by(obj, stack, oid))
+
+
+def report_plan(plan, changeset, applying):
+    """Entries for what the plan leaves alone: unchanged, opted out, kept, terminating."""
+    for d in plan.unchanged:
+        changeset.add(d.oid, d.api_version, C.UNCHANGED, C.PHASE_APPLY)
+    for d in plan.ignored:
+        changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, IGNORED, "ignore annotation set")
+    if not applying:  # phase=prune: what is not in sync is reported, not written
+        for d in plan.to_apply:
+            changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, NOT_APPLIED, "not applied (phase=prune)")
+    if plan.prune is not None:
+        for oid, info, obj, reason in plan.prune.kept:
+            changeset.add(oid, live_api_version(obj, info), C.SKIPPED, C.PHASE_PRUNE, reason.code,
+                          str(reason))
+        for oid, info, obj, reason in plan.prune.terminating:
+            changeset.add(oid, live_api_version(obj, info), C.TERMINATING, C.PHASE_PRUNE,
+                          reason.code, str(reason))

@@ -400,6 +400,72 @@ def test_unknown_kind_and_duplicates_fail_before_any_write(client, record_ns, ns
     assert get(client, cm_path(ns, "a")) is None
 
 
+def test_a_new_commit_of_the_same_manifests_writes_only_the_record(client, record_ns, ns):
+    """A sync whose only change is the commit (an empty commit, a commit elsewhere in the repository) takes
+    the Lease and saves the record, without observing the stack a second time under the Lease."""
+    stack = "rec-" + uid()
+    resources = [cm("a", ns), cm("b", ns), {"apiVersion": "v1", "kind": "ServiceAccount",
+                                            "metadata": {"name": "sa", "namespace": ns}}]
+    record = f"/api/v1/namespaces/{record_ns}/configmaps/stacksync-{stack}"
+
+    def counted(commit):
+        before = dict(client.counts)
+        r = sync(client, record_ns, stack, resources, commit=commit)
+        return r, dict((m, client.counts.get(m, 0) - before.get(m, 0)) for m in set(client.counts) | set(before))
+
+    try:
+        sync(client, record_ns, stack, resources, commit="c1")
+        same, same_requests = counted("c1")  # nothing to write: no Lease, no record
+        assert not same.changed and writes_in(same_requests) == 0, same_requests
+        new, new_requests = counted("c2")
+        assert not new.changed and new.counts["unchanged"] == 3 and not new.pruned, new.result()
+        assert get(client, record)["data"]["commit"] == "c2"
+        # the Lease (taken, released) and the record's apply are the only writes; the only extra read is the
+        # record, read again under the Lease (observing again would list both kinds once more)
+        assert writes_in(new_requests) == 3 and new_requests.get("PATCH", 0) == 1, new_requests
+        assert new_requests.get("GET", 0) - same_requests.get("GET", 0) == 1, (new_requests, same_requests)
+    finally:
+        StackManager(client, stack, record_namespace=record_ns, poll_interval=0.2).delete_all()
+
+
+def test_a_record_written_by_another_run_meanwhile_means_observing_again(client, record_ns, ns):
+    """The record-only save is skipped when the record changed between the observation and the Lease (another
+    run recorded in between): the run observes again under the Lease and records from what it sees."""
+    import contextlib as _contextlib
+
+    stack = "rec2-" + uid()
+    resources = [cm("a", ns)]
+    record = f"/api/v1/namespaces/{record_ns}/configmaps/stacksync-{stack}"
+
+    class Raced(StackManager):
+        @_contextlib.contextmanager
+        def _locked(self):
+            # another run recorded after this one observed, before it took the Lease
+            client.request("PATCH", record, body={"data": {"commit": "other"}},
+                           content_type="application/merge-patch+json")
+            self.raced = True
+            with super()._locked() as lock:
+                yield lock
+
+    try:
+        sync(client, record_ns, stack, resources, commit="c1")
+        before = client.counts.get("GET", 0)
+        raced = Raced(client, stack, record_namespace=record_ns, namespace="default", poll_interval=0.2, commit="c2")
+        r = raced.sync(resources)
+        raced_gets = client.counts.get("GET", 0) - before
+        assert raced.raced and not r.changed and r.counts["unchanged"] == 1
+        assert get(client, record)["data"]["commit"] == "c2"  # recorded from what it observed again
+        before = client.counts.get("GET", 0)
+        sync(client, record_ns, stack, resources, commit="c3")  # no race: the record-only save
+        assert raced_gets == client.counts.get("GET", 0) - before + 2  # + the second observation: list, record
+    finally:
+        StackManager(client, stack, record_namespace=record_ns, poll_interval=0.2).delete_all()
+
+
+def writes_in(requests):
+    return sum(requests.get(m, 0) for m in WRITES)
+
+
 def test_state_absent_deletes_the_stack_and_its_record(client, record_ns, ns):
     stack = "abs-" + uid()
     sync(client, record_ns, stack, [cm("a", ns), cm("b", ns)], commit="abc123")
