@@ -58,6 +58,11 @@ def test_stack_info_action_runs_with_the_garbage_collector_paused(monkeypatch):
 
     monkeypatch.setattr(stack_action.StackAction, "run", run)
     action = stack_info.ActionModule.__new__(stack_info.ActionModule)  # run() is all this test calls
-    assert gc.isenabled()
-    assert action.run(task_vars={}) == {"changed": False}
-    assert seen == [False] and gc.isenabled()  # paused for the task, as for stack, then on again
+    was = gc.isenabled()
+    gc.enable()  # whatever an earlier test in this process left it at
+    try:
+        assert action.run(task_vars={}) == {"changed": False}
+        assert seen == [False] and gc.isenabled()  # paused for the task, as for stack, then on again
+    finally:
+        if not was:
+            gc.disable()
