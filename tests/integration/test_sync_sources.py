@@ -50,6 +50,11 @@ def said(run, stack):
     return [line[len(prefix):] for line in run.stdout.splitlines() if line.startswith(prefix)]
 
 
+def fatal_lines(run):
+    """The ``fatal:`` lines of the run (a failed task's result, its message the error)."""
+    return [line for line in run.stdout.splitlines() if line.startswith("fatal: [the-cluster]")]
+
+
 def writes(kube, since, path=""):
     """Write requests the simulator served after index ``since`` of its log (dry runs excluded) whose path
     contains ``path``."""
@@ -130,7 +135,7 @@ def test_a_failed_dependency_blocks_its_dependents_and_nothing_is_pruned(env, ku
     assert rows[infra]["result"] == "FAILED (pruning not run)", rows
     assert rows[apps]["result"] == f"not applied: it depends on {infra}, which failed", rows
     # the error is the failed task's message, and is not repeated by the lines and the summary
-    fatal = [line for line in run.stdout.splitlines() if line.startswith("fatal: [the-cluster]")]
+    fatal = fatal_lines(run)
     assert len(fatal) == 1 and f"stack {infra}: " in fatal[0] and "nowhere.example.com" in fatal[0], run.tail()
     assert "nowhere.example.com" not in "\n".join(said(run, infra) + run.summaries()["the-cluster"])
 
@@ -170,7 +175,7 @@ def test_a_source_that_does_not_render_fails_alone_and_nothing_is_pruned(env, ku
     assert said(run, broken) == ["not applied: its source could not be fetched or rendered "
                                  "(the error is in the task's message)"]
     # the error, once, as the failed task's message, naming the file relative to the repository
-    fatal = [line for line in run.stdout.splitlines() if line.startswith("fatal: [the-cluster]")]
+    fatal = fatal_lines(run)
     assert len(fatal) == 1 and f"stack {broken}: " in fatal[0] and "broken/cm.yaml" in fatal[0], run.tail()
     assert str(tmp_path / "cache") not in run.stdout
 
