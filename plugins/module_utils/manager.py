@@ -216,6 +216,7 @@ class StackManager:
         observed = self.record.data
         if fields is None or observed is None or not self.opts.writes_record or self.record.load() != observed:
             return False
+        self._ensure_lock()
         self.record.save(lastSyncTime=now_rfc3339(), **fields)
         return True
 
