@@ -233,7 +233,7 @@ stacks:
   elements: str
   sample: [infra, apps]
 failed_stacks:
-  description: The stacks that failed (or were not applied because a stack they depend on failed).
+  description: The stacks that failed (their apply or prune, or their checkout or render), or were not applied because a stack they depend on failed.
   returned: when a stack failed
   type: list
   elements: str
