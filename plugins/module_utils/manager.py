@@ -204,15 +204,14 @@ class StackManager:
             return None
         return self._end_fields(desired, plan, plan.staying_kinds(self.stack), plan.prune is not None)
 
-    def _writes_nothing(self, desired, plan):
-        fields = self._no_object_fields(desired, plan)
+    def _writes_nothing(self, fields):
+        """``fields`` (:meth:`_no_object_fields`) say that no object is written and the record stays as it is."""
         return fields is not None and not (self.opts.writes_record and record_would_change(
             self.record.data, self.record.group_kinds, fields))
 
-    def _record_only(self, desired, plan):
+    def _record_only(self, fields):
         """Under the Lease: a plan that writes no object, only the record (a new commit of the same manifests),
         saves the record without observing again, if no run recorded anything since it was observed."""
-        fields = self._no_object_fields(desired, plan)
         observed = self.record.data
         if fields is None or observed is None or not self.opts.writes_record or self.record.load() != observed:
             return False
@@ -220,10 +219,10 @@ class StackManager:
         self.record.save(lastSyncTime=now_rfc3339(), **fields)
         return True
 
-    def _unchanged(self, desired, plan, changeset):
-        """The ChangeSet of a run that wrote no object."""
+    def _unchanged(self, plan, changeset, fields):
+        """The ChangeSet of a run that wrote no object (its stack checksum is the record's)."""
         P.report_plan(plan, changeset, self.opts.applying)
-        changeset.checksum = stack_checksum([d.checksum for d in desired])
+        changeset.checksum = fields["checksum"]
         return changeset
 
     def execute(self, desired, plan, changeset, dry_run):
@@ -293,12 +292,13 @@ class StackManager:
             self._check_budget(desired, plan)
             if self.opts.check_mode:
                 return self.execute(desired, plan, cs, dry_run=True)
-            if self._writes_nothing(desired, plan):
-                return self._unchanged(desired, plan, cs)
+            fields = self._no_object_fields(desired, plan)  # None if the plan writes an object
+            if self._writes_nothing(fields):
+                return self._unchanged(plan, cs, fields)
             with self._locked():
                 cs = self._changeset = self._fresh(cs)
-                if self._record_only(desired, plan):
-                    return self._unchanged(desired, plan, cs)
+                if self._record_only(fields):
+                    return self._unchanged(plan, cs, fields)
                 key = self._load_key(desired, create=self.opts.applying)
                 if key != first_key:  # created just now: only keyed (Secret) checksums depend on it
                     stamp_all([d for d in desired if is_secret(d.oid)], self.stack, key)

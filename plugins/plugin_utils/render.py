@@ -516,7 +516,7 @@ def kustomize_message(stderr, root=None):
         if line.startswith("Error: "):
             line = line[len("Error: "):]
         if root:
-            line = line.replace(root.rstrip("/") + "/", "")
+            line = relative_text(line, root)
         if line and line not in messages:
             messages.append(line)
     return "; ".join(messages) or "no message"
@@ -692,7 +692,7 @@ def _render_units(units, root_real, max_file_size, source_annotation, decrypt, t
             documents = _kustomize_documents(unit, kustomize, kustomize_timeout, root_real)
         else:
             documents = _file_documents(unit, max_file_size, decrypt, template)
-        label = unit.rel if not prefix else prefix if unit.rel == "." else prefix + "/" + unit.rel
+        label = (prefix or unit.rel) if unit.rel == "." else _join(prefix, unit.rel)
         shown = unit.rel + "/" if unit.kind == "kustomize" else unit.rel
         for index, line, doc in documents:
             if doc is None:
