@@ -48,9 +48,14 @@ def parse_args(argv):
                         "inventory with a host per cluster (tools that can: stacksync*, k8s-list)")
     parser.add_argument("--forks", type=int, help="Ansible forks with --clusters (default: one per cluster)")
     parser.add_argument("--concurrency", type=int, help="stacksync's concurrency option (default: the module's default)")
-    parser.add_argument("--settle", type=float, help="seconds to wait after every tool's cluster is up, before the first "
-                        "scenario (default 20 with --real: the control planes, started together, are still busy starting "
-                        "up when the first tool runs; 0 otherwise)")
+    parser.add_argument("--settle", type=float, help="seconds to wait after a tool's cluster is up, before its first "
+                        "scenario (default 20 with --real: a fresh control plane is still busy starting up; 0 otherwise)")
+    parser.add_argument("--lanes", choices=("interleaved", "one-at-a-time"),
+                        help="interleaved: every tool's cluster up together, scenario by scenario every tool in turn (a "
+                        "change in the machine's load hits all tools alike); one-at-a-time: a tool's cluster is started, "
+                        "settled, run through every scenario and stopped before the next tool's starts, so no tool runs "
+                        "while another's controller-manager is still busy with the objects it synced (default: "
+                        "one-at-a-time with --real, interleaved on the simulator, whose clusters have no controllers)")
     parser.add_argument("--ansible-venv", type=Path, help="venv whose ansible-playbook runs the playbooks "
                         "(default: the running Python's venv)")
     parser.add_argument("--output", type=Path, default=Path(__file__).resolve().parent / "results.json")
@@ -74,6 +79,8 @@ def parse_args(argv):
         args.forks = args.forks or args.clusters
     if args.settle is None:
         args.settle = 20.0 if args.real else 0.0
+    if args.lanes is None:
+        args.lanes = "one-at-a-time" if args.real else "interleaved"
     if args.real:
         args.backend = cluster.RealBackend(args.kube_up)
     elif args.kubeconfig:
@@ -173,14 +180,17 @@ def _server_version(args, lane):
 
 def run_all(args, workdir, bin_dir):
     """Scenario by scenario, every tool in turn (so a change in the machine's load hits all tools alike),
-    each tool on its own cluster; on a shared existing cluster (``--kubeconfig``) tool after tool instead."""
+    each tool on its own cluster; tool after tool instead on a shared existing cluster (``--kubeconfig``)
+    and with ``--lanes one-at-a-time`` (the default with ``--real``)."""
     records = []
     lanes = [Lane(tools.TOOLS[name], args, workdir, bin_dir) for name in args.tools]
-    if args.backend.sequential:
+    if args.backend.sequential or args.lanes == "one-at-a-time":
         for lane in lanes:
             with lane.cluster:
                 _server_version(args, lane)
                 lane.setup()
+                if args.settle and not args.backend.sequential:  # a fresh control plane finishes starting first
+                    time.sleep(args.settle)
                 records.extend(lane.run(scenario) for scenario in args.scenarios if not lane.failed)
         return records
     with contextlib.ExitStack() as stack:

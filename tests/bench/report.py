@@ -84,7 +84,7 @@ def _versions(bin_dir):
 def results(args, records, bin_dir, total_seconds):
     _ratios(records)
     cluster = args.backend.describe()
-    cluster.update(clusters=args.clusters, forks=args.forks)
+    cluster.update(clusters=args.clusters, forks=args.forks, lanes=args.lanes, settle_s=args.settle)
     return dict(objects=args.objects, cluster=cluster, latency_ms=cluster.get("latency_ms"), loop_sample=args.loop_sample,
                 concurrency=args.concurrency, tools=args.tools, scenarios=args.scenarios, total_seconds=total_seconds, versions=_versions(bin_dir),
                 records=records, targets=targets(records, args.objects, args.clusters))
@@ -101,8 +101,12 @@ def cluster_line(cluster):
                 "and for the whole fleet.")
     if cluster["backend"] == "simulator":
         return f"Cluster: a simulator per tool, {cluster['latency_ms']:g} ms added latency; requests counted by the simulator."
-    where = ("a fresh kube-apiserver + kube-controller-manager per tool" if cluster["backend"] == "real"
-             else f"the existing cluster of {cluster['kubeconfig']}, tool after tool")
+    if cluster["backend"] == "real":
+        where = "a fresh kube-apiserver + kube-controller-manager per tool, " + (
+            "each started, settled, used and stopped before the next tool's" if cluster.get("lanes") == "one-at-a-time"
+            else "all up together, the tools in turn scenario by scenario")
+    else:
+        where = f"the existing cluster of {cluster['kubeconfig']}, tool after tool"
     return (f"Cluster: {where} ({cluster.get('server_version') or 'version unknown'}); requests counted from "
             "apiserver_request_total, control-plane clients (system_client label) left out; "
             f"not in that metric, so not counted: {cluster['not_counted']}.")
