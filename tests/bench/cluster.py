@@ -33,6 +33,7 @@ counts are a few discovery requests lower than on the simulator, which counts ev
 
 import collections
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -207,13 +208,48 @@ class RealCluster:
             return None
 
 
+def process_cpu_seconds(pids):
+    """Summed user + system CPU seconds of the live processes among ``pids`` (``/proc/PID/stat``)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of stat(5)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 class FreshCluster(RealCluster):
-    """``up DIR`` on enter, ``down DIR`` on exit: a private, empty control plane."""
+    """``up DIR`` on enter, ``down DIR`` on exit: a private, empty control plane.
+
+    Its processes are known (``DIR/pids``: etcd, kube-apiserver, kube-controller-manager), so each
+    run also reports the control plane's CPU seconds in the run's window: on a machine whose cores
+    the tool shares with the server, what the server needed to do the tool's work.
+    """
 
     def __init__(self, up, base, env):
         self.up = Path(up)
         self.dir = base / "cluster"
         super().__init__(self.dir / "kubeconfig", env, base / "cluster-up.log")
+        self._cpu_before = None
+
+    def _pids(self):
+        try:
+            return [int(p) for p in (self.dir / "pids").read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+    def reset(self):
+        super().reset()
+        self._cpu_before = process_cpu_seconds(self._pids())
+
+    def counts(self):
+        counts = super().counts()  # its scrape's own cost (one /metrics request) is in the window too
+        if self._cpu_before is not None:
+            counts["server_cpu_seconds"] = round(process_cpu_seconds(self._pids()) - self._cpu_before, 2)
+        return counts
 
     def __enter__(self):
         with open(self.log, "w") as out:

@@ -51,6 +51,8 @@ def record(tool, scenario, note, state, run, counts, ctx, commit):
         rec.update(system_requests=counts["system_total"], system_requests_by_resource=counts["system"])
     if counts.get("note"):
         rec["requests_note"] = counts["note"]
+    if "server_cpu_seconds" in counts:
+        rec["server_cpu_seconds"] = counts["server_cpu_seconds"]
     if not run.ok:
         rec["error"] = run.tail()
     rec["requests_total"] = sum(rec["requests"].values())
@@ -125,6 +127,15 @@ def markdown(results):
         cpu = f"{r['cpu_seconds']:.1f}" if not r["estimated"] else f"({r['cpu_seconds']:.1f})"
         lines.append(f"| {r['scenario']} | {r['tool']} | {r['objects']} | {seconds} | {ratio} | {cpu} | {est}{r['requests_total']} | "
                      f"{_verbs(r['requests'])} | {r['rss_mb']:.0f} | {r['pss_mb']:.0f} | {r['load_avg']:.1f} |")
+    server = [r for r in results["records"] if "server_cpu_seconds" in r]
+    if server:
+        lines += ["", "Control plane CPU (etcd + kube-apiserver + kube-controller-manager) in each run's window, on the same "
+                  "cores as the tool:", "", "| scenario | tool | wall s | tool CPU s | control plane CPU s | both, per wall s |",
+                  "|---|---|---:|---:|---:|---:|"]
+        for r in sorted(server, key=lambda r: (order[r["scenario"]], results["tools"].index(r["tool"]))):
+            busy = (r["cpu_seconds"] + r["server_cpu_seconds"]) / r["seconds"] if r["seconds"] else 0
+            lines.append(f"| {r['scenario']} | {r['tool']} | {r['seconds']:.2f} | {r['cpu_seconds']:.1f} | "
+                         f"{r['server_cpu_seconds']:.1f} | {busy:.2f} |")
     fleet = [r for r in results["records"] if r.get("clusters", 1) > 1]
     if fleet:
         lines += ["", "| scenario | tool | clusters x objects | wall s | wall s per cluster | CPU s | CPU s per cluster "
