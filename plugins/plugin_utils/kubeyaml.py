@@ -306,33 +306,46 @@ def _tree_scalar(node, key):
     raise NotATree()
 
 
-def construct_tree(node, depth=0):
+def construct_tree(node, max_values=None):
     """The value of a document's node, as :class:`KubectlConstructor` constructs it, in one walk.
 
     Only for a tree (no node reached twice: a text without anchors) of mappings, sequences and plain,
-    quoted or ``!!str`` scalars, nested at most :data:`TREE_MAX_DEPTH` deep. Anything else (merge keys,
-    other tags, ``!vault``, a key written twice, a key or number kubectl refuses, a top-level scalar)
-    raises :class:`NotATree`, and the general constructor reads the document, with its errors.
+    quoted or ``!!str`` scalars, nested at most :data:`TREE_MAX_DEPTH` deep, holding at most
+    ``max_values`` values (the document itself, each mapping value and each sequence item; ``None``: no
+    limit). Anything else (merge keys, other tags, ``!vault``, a key written twice, a key or number
+    kubectl refuses, a top-level scalar) raises :class:`NotATree`, and the general constructor reads the
+    document, with its errors.
     """
+    budget = [max_values - 1 if max_values is not None else None]
+    if budget[0] is not None and budget[0] < 0:
+        raise NotATree()
+    return _tree_collection(node, 0, budget)
+
+
+def _tree_collection(node, depth, budget):
     if depth > TREE_MAX_DEPTH:
         raise NotATree()
     depth += 1
     kind = node.__class__
-    if kind is yaml.MappingNode:
-        data = {}
-        for key_node, value_node in node.value:
-            if key_node.__class__ is not yaml.ScalarNode:
-                raise NotATree()
-            key = _tree_scalar(key_node, True)
-            if key in data:
-                raise NotATree()
-            data[key] = (_tree_scalar(value_node, False) if value_node.__class__ is yaml.ScalarNode
-                         else construct_tree(value_node, depth))
-        return data
+    if kind is not yaml.MappingNode and kind is not yaml.SequenceNode:
+        raise NotATree()
+    if budget[0] is not None:
+        budget[0] -= len(node.value)
+        if budget[0] < 0:
+            raise NotATree()
     if kind is yaml.SequenceNode:
-        return [_tree_scalar(child, False) if child.__class__ is yaml.ScalarNode else construct_tree(child, depth)
-                for child in node.value]
-    raise NotATree()
+        return [_tree_scalar(child, False) if child.__class__ is yaml.ScalarNode
+                else _tree_collection(child, depth, budget) for child in node.value]
+    data = {}
+    for key_node, value_node in node.value:
+        if key_node.__class__ is not yaml.ScalarNode:
+            raise NotATree()
+        key = _tree_scalar(key_node, True)
+        if key in data:
+            raise NotATree()
+        data[key] = (_tree_scalar(value_node, False) if value_node.__class__ is yaml.ScalarNode
+                     else _tree_collection(value_node, depth, budget))
+    return data
 
 
 # --------------------------------------------------------------------------------------------
@@ -433,13 +446,23 @@ class KubectlConstructor(yaml.constructor.BaseConstructor):
 
     #: False when the text may hold anchors: its node graph may then share nodes (aliases).
     is_tree = False
+    #: Most values (see :func:`construct_tree`) a document built in one walk may hold (None: no limit);
+    #: a larger one is left to the general constructor.
+    max_values = None
+    #: True once the last document was built by :func:`construct_tree`: plain JSON values, string keys,
+    #: no shared parts, at most ``max_values`` values.
+    built_as_tree = False
 
     def construct_document(self, node):
+        self.built_as_tree = False
         if self.is_tree:
             try:
-                return construct_tree(node)
+                data = construct_tree(node, self.max_values)
             except NotATree:
                 pass
+            else:
+                self.built_as_tree = True
+                return data
         return super().construct_document(node)
 
     def construct_any(self, node):
@@ -522,6 +545,10 @@ def split_documents(text):
     separator counts, empty ones too (as PyYAML counts empty documents); the text before the first
     separator counts only if it holds more than blank lines and comments.
     """
+    if not text.startswith("---") and "\n---" not in text:  # no separator: one document (most files)
+        if _CONTENT.search(text):
+            yield 0, 1, text + "\n"
+        return
     chunks = []
     current, start = [], 1
     for number, line in enumerate(text.split("\n"), 1):
@@ -542,6 +569,10 @@ def split_documents(text):
 
 def _has_content(lines):
     return any(line.strip() and not line.lstrip().startswith("#") for line in lines)
+
+
+#: A line holding more than blanks and a comment (what :func:`_has_content` looks for), in a whole text.
+_CONTENT = re.compile(r"^[^\S\n]*[^\s#]", re.MULTILINE)
 
 
 def _json_object(pairs):

@@ -480,3 +480,27 @@ def test_tree_path_matches_the_general_constructor_on_plain_scalars(value):
 def test_tree_path_matches_the_general_constructor_on_dumped_yaml(value, style, flow):
     fast, general = load_both(yaml.safe_dump({"doc": value}, default_style=style, default_flow_style=flow))
     assert fast == general
+
+
+def test_tree_path_value_limit():
+    text = "a: [1, 2, {b: 3}]\nc: x\n"  # the document, a, its 3 items, b, c: 7 values
+    loader = K.KubectlLoader(text)
+    node = loader.get_single_node()
+    assert K.construct_tree(node, 7) == {"a": [1, 2, {"b": 3}], "c": "x"}
+    with pytest.raises(K.NotATree):
+        K.construct_tree(node, 6)
+    loader.max_values = 6  # the general constructor builds it: the caller counts again
+    assert loader.construct_document(node) == {"a": [1, 2, {"b": 3}], "c": "x"} and not loader.built_as_tree
+    loader.max_values = 7
+    assert loader.construct_document(node) == {"a": [1, 2, {"b": 3}], "c": "x"} and loader.built_as_tree
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.sampled_from(["a", " ", "\t", "#", "-", "\n", "\r", "\x85", "\u2028", "\u3000", "\x0c", ":"]),
+               max_size=24))
+def test_split_documents_without_separators_is_one_document_if_it_has_content(text):
+    if text.startswith("---") or "\n---" in text:
+        return
+    lines = text.split("\n")
+    has_content = any(line.strip() and not line.lstrip().startswith("#") for line in lines)
+    assert list(K.split_documents(text)) == ([(0, 1, text + "\n")] if has_content else [])
