@@ -21,6 +21,11 @@ Deliberately stricter than kubectl (each would silently drop data that a pruning
 deletes from the cluster): a key written twice in one mapping (kubectl keeps the last) and
 content after a ``...`` document end marker (kubectl ignores it) are errors.
 
+Speed: libyaml parses and composes the nodes; a document without anchors made only of mappings,
+sequences and plain or quoted scalars (nearly every manifest) is then built in one walk by
+:func:`construct_tree`, which gives what :class:`KubectlConstructor` gives (unit-tested against it),
+and leaves everything else (merge keys, tags, ``!vault``, errors) to it.
+
 Pure functions and a PyYAML loader class; no Ansible imports, so it is unit-tested directly.
 """
 
@@ -269,6 +274,81 @@ def mapping_key(key):
 
 
 # --------------------------------------------------------------------------------------------
+# The common case, constructed in one walk (what every manifest file but a few holds)
+# --------------------------------------------------------------------------------------------
+
+class NotATree(Exception):
+    """The document holds something :func:`construct_tree` leaves to :class:`KubectlConstructor`."""
+
+
+#: Plain scalars :func:`resolve_plain` may read as something else than the string itself: the nulls,
+#: booleans and special floats, and whatever starts like a number (numbers, timestamps).
+_NOT_STRINGS = frozenset(_NULLS) | frozenset(_BOOLS) | frozenset(_SPECIAL_FLOATS)
+_NUMBER_STARTS = frozenset("+-.0123456789")
+#: Deepest nesting :func:`construct_tree` takes on; deeper documents go the general way (and its errors).
+TREE_MAX_DEPTH = 64
+
+
+def _tree_scalar(node, key):
+    """A scalar's value (``key``: as a mapping key); ``NotATree`` for tags, merge keys and errors."""
+    text = node.value
+    tag = node.tag
+    if tag == PLAIN_TAG:
+        if text not in _NOT_STRINGS and text[:1] not in _NUMBER_STARTS:
+            return text
+        value = resolve_plain(text)[1]
+        try:
+            return mapping_key(value) if key else json_number(value) if isinstance(value, (int, float)) else value
+        except ValueError:
+            raise NotATree() from None
+    if tag == STR_TAG and not (node.style == '"' and _SURROGATE.search(text)):
+        return text
+    raise NotATree()
+
+
+def construct_tree(node, max_values=None):
+    """The value of a document's node, as :class:`KubectlConstructor` constructs it, in one walk.
+
+    Only for a tree (no node reached twice: a text without anchors) of mappings, sequences and plain,
+    quoted or ``!!str`` scalars, nested at most :data:`TREE_MAX_DEPTH` deep, holding at most
+    ``max_values`` values (the document itself, each mapping value and each sequence item; ``None``: no
+    limit). Anything else (merge keys, other tags, ``!vault``, a key written twice, a key or number
+    kubectl refuses, a top-level scalar) raises :class:`NotATree`, and the general constructor reads the
+    document, with its errors.
+    """
+    budget = [max_values - 1 if max_values is not None else None]
+    if budget[0] is not None and budget[0] < 0:
+        raise NotATree()
+    return _tree_collection(node, 0, budget)
+
+
+def _tree_collection(node, depth, budget):
+    if depth > TREE_MAX_DEPTH:
+        raise NotATree()
+    depth += 1
+    kind = node.__class__
+    if kind is not yaml.MappingNode and kind is not yaml.SequenceNode:
+        raise NotATree()
+    if budget[0] is not None:
+        budget[0] -= len(node.value)
+        if budget[0] < 0:
+            raise NotATree()
+    if kind is yaml.SequenceNode:
+        return [_tree_scalar(child, False) if child.__class__ is yaml.ScalarNode
+                else _tree_collection(child, depth, budget) for child in node.value]
+    data = {}
+    for key_node, value_node in node.value:
+        if key_node.__class__ is not yaml.ScalarNode:
+            raise NotATree()
+        key = _tree_scalar(key_node, True)
+        if key in data:
+            raise NotATree()
+        data[key] = (_tree_scalar(value_node, False) if value_node.__class__ is yaml.ScalarNode
+                     else _tree_collection(value_node, depth, budget))
+    return data
+
+
+# --------------------------------------------------------------------------------------------
 # The loader
 # --------------------------------------------------------------------------------------------
 
@@ -364,6 +444,27 @@ class KubectlConstructor(yaml.constructor.BaseConstructor):
                          "while constructing a mapping")
         return [self.construct_object(n, deep=True) for n in reversed(nodes)]
 
+    #: False when the text may hold anchors: its node graph may then share nodes (aliases).
+    is_tree = False
+    #: Most values (see :func:`construct_tree`) a document built in one walk may hold (None: no limit);
+    #: a larger one is left to the general constructor.
+    max_values = None
+    #: True once the last document was built by :func:`construct_tree`: plain JSON values, string keys,
+    #: no shared parts, at most ``max_values`` values.
+    built_as_tree = False
+
+    def construct_document(self, node):
+        self.built_as_tree = False
+        if self.is_tree:
+            try:
+                data = construct_tree(node, self.max_values)
+            except NotATree:
+                pass
+            else:
+                self.built_as_tree = True
+                return data
+        return super().construct_document(node)
+
     def construct_any(self, node):
         if isinstance(node, yaml.MappingNode):
             return self.construct_mapping_value(node)
@@ -383,7 +484,15 @@ class KubectlResolver(yaml.resolver.BaseResolver):
             if implicit[0]:
                 return MERGE_TAG if value == "<<" else PLAIN_TAG
             return STR_TAG
-        return super().resolve(kind, value, implicit)
+        # the constructor goes by the node's kind, whatever the tag of a collection
+        return self.DEFAULT_MAPPING_TAG if kind is yaml.MappingNode else self.DEFAULT_SEQUENCE_TAG
+
+    # no path resolvers: the composer's calls for each node need not do anything
+    def descend_resolver(self, current_node, current_index):
+        pass
+
+    def ascend_resolver(self):
+        pass
 
 
 if _CParser is not None:
@@ -394,6 +503,7 @@ if _CParser is not None:
             _CParser.__init__(self, stream)
             KubectlConstructor.__init__(self)
             KubectlResolver.__init__(self)
+            self.is_tree = _without_anchors(stream)
 else:  # pragma: no cover - PyYAML without libyaml
     class KubectlLoader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser,  # pylint: disable=too-many-ancestors
                         yaml.composer.Composer, KubectlConstructor, KubectlResolver):
@@ -406,6 +516,16 @@ else:  # pragma: no cover - PyYAML without libyaml
             yaml.composer.Composer.__init__(self)
             KubectlConstructor.__init__(self)
             KubectlResolver.__init__(self)
+            self.is_tree = _without_anchors(stream)
+
+
+def _without_anchors(stream):
+    """True if ``stream`` (text or bytes) cannot hold an anchor (``&name``), so no alias either."""
+    if isinstance(stream, str):
+        return "&" not in stream
+    if isinstance(stream, bytes):
+        return b"&" not in stream
+    return False  # a file: read by the parser, not seen here
 
 
 # --------------------------------------------------------------------------------------------
@@ -425,6 +545,10 @@ def split_documents(text):
     separator counts, empty ones too (as PyYAML counts empty documents); the text before the first
     separator counts only if it holds more than blank lines and comments.
     """
+    if not text.startswith("---") and "\n---" not in text:  # no separator: one document (most files)
+        if _CONTENT.search(text):
+            yield 0, 1, text + "\n"
+        return
     chunks = []
     current, start = [], 1
     for number, line in enumerate(text.split("\n"), 1):
@@ -445,6 +569,10 @@ def split_documents(text):
 
 def _has_content(lines):
     return any(line.strip() and not line.lstrip().startswith("#") for line in lines)
+
+
+#: A line holding more than blanks and a comment (what :func:`_has_content` looks for), in a whole text.
+_CONTENT = re.compile(r"^[^\S\n]*[^\s#]", re.MULTILINE)
 
 
 def _json_object(pairs):

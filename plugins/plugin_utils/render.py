@@ -126,18 +126,22 @@ _END_MARKER = re.compile(r"^\.\.\.(?:\s|$)", re.MULTILINE)
 
 
 def _load_chunk(chunk, rel, index, first_line, decrypt):
-    """``(line, data)`` of one YAML document (a chunk of :func:`kubeyaml.split_documents`)."""
+    """``(line, data, plain)`` of one YAML document (a chunk of :func:`kubeyaml.split_documents`);
+    ``plain``: the data is known to be plain JSON values within :data:`MAX_DOCUMENT_VALUES` (see
+    :func:`kubeyaml.construct_tree`), so :func:`_plain` has nothing to do."""
     loader = ManifestLoader(chunk)
     loader.decrypt = decrypt
+    loader.max_values = MAX_DOCUMENT_VALUES
     offset = first_line - 1
     loader.line_offset = offset
     line = first_line
     try:
         node = loader.get_single_node()
         if node is None:
-            return line, None
+            return line, None, True
         line = node.start_mark.line + 1 + offset
-        return line, loader.construct_document(node)
+        data = loader.construct_document(node)
+        return line, data, loader.built_as_tree
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (no mark, a position)
         raise RenderError("invalid YAML: unacceptable character #x%04x: %s" % (exc.character, exc.reason), rel,
                           doc=index, line=chunk.count("\n", 0, exc.position) + first_line) from None
@@ -159,7 +163,8 @@ def _load_chunk(chunk, rel, index, first_line, decrypt):
 
 
 def iter_yaml_documents(text, rel, decrypt=None):
-    """Yield ``(index, line, document)`` for each document of a manifest file's text, as kubectl reads it.
+    """Yield ``(index, line, document, plain)`` for each document of a manifest file's text, as kubectl
+    reads it (``plain``: see :func:`_load_chunk`; a document that is not must go through :func:`_plain`).
 
     A text starting with ``{`` is a stream of JSON values; anything else YAML documents separated by
     lines starting with ``---`` (empty documents are yielded too, as ``None``).
@@ -168,7 +173,7 @@ def iter_yaml_documents(text, rel, decrypt=None):
         index = 0
         try:
             for line, value in iter_json_values(text):
-                yield index, line, value
+                yield index, line, value, False
                 index += 1
         except ValueError as exc:
             line, problem = exc.args
@@ -184,8 +189,8 @@ def iter_yaml_documents(text, rel, decrypt=None):
         except ValueError as exc:
             line, problem = exc.args
             raise RenderError("invalid YAML: %s" % problem, rel, doc=index + 1, line=line) from None
-        line, data = _load_chunk(chunk, rel, index, first_line, decrypt)
-        yield index, line, data
+        line, data, plain = _load_chunk(chunk, rel, index, first_line, decrypt)
+        yield index, line, data, plain
 
 
 def _msg(exc):
@@ -408,7 +413,7 @@ def is_vault_data(b_data):
 
 
 def _documents_of_text(text, rel, decrypt):
-    """Yield ``(index, line, document)`` for a file's content (JSON or YAML, told apart as kubectl does)."""
+    """Yield ``(index, line, document, plain)`` for a file's content (JSON or YAML, told apart as kubectl does)."""
     return iter_yaml_documents(text, rel, decrypt=decrypt)
 
 
@@ -694,14 +699,15 @@ def _render_units(units, root_real, max_file_size, source_annotation, decrypt, t
             documents = _file_documents(unit, max_file_size, decrypt, template)
         label = (prefix or unit.rel) if unit.rel == "." else _join(prefix, unit.rel)
         shown = unit.rel + "/" if unit.kind == "kustomize" else unit.rel
-        for index, line, doc in documents:
+        for index, line, doc, plain in documents:
             if doc is None:
                 continue
-            where = functools.partial(RenderError, path=shown, doc=index, line=line)
-            try:
-                doc = _plain(doc, where)
-            except RecursionError:
-                raise where("the document is nested too deeply (more levels than Python's recursion limit)") from None
+            if not plain:
+                where = functools.partial(RenderError, path=shown, doc=index, line=line)
+                try:
+                    doc = _plain(doc, where)
+                except RecursionError:
+                    raise where("the document is nested too deeply (more levels than Python's recursion limit)") from None
             source = "%s#%d" % (label, index)
             for item_index, item in _items(doc):
                 item_err = functools.partial(RenderError, path=shown, doc=index, line=line, item=item_index)

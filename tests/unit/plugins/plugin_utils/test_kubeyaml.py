@@ -14,6 +14,8 @@ import pytest
 import yaml
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import kubeyaml as K
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import render as R
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import REPO
 
@@ -329,3 +331,176 @@ def test_kustomize_output_reads_as_kubectl_create_k(kubectl_env):
         obj["metadata"].pop("namespace", None)
     assert canonical(ours) == canonical(theirs)
     assert ours[0]["data"]["plain"] == "yes" and ours[0]["data"]["oct"] == 15
+
+
+# ------------------------------------------------------------------------------------------
+# construct_tree: the one-walk constructor must give exactly what the general constructor gives
+# ------------------------------------------------------------------------------------------
+
+def load_both(text):
+    """``(tree path outcome, general path outcome)`` of one document; an outcome is ``("ok", typed value)``
+    or ``("error", message)``."""
+    outcomes = []
+    for tree in (True, False):
+        loader = K.KubectlLoader(text)
+        assert loader.is_tree == ("&" not in text)
+        loader.is_tree = loader.is_tree and tree
+        try:
+            outcomes.append(("ok", typed(loader.get_single_data())))
+        except yaml.YAMLError as exc:
+            outcomes.append(("error", str(exc)))
+        finally:
+            loader.dispose()
+    return outcomes
+
+
+def typed(value):
+    """``value`` with each leaf's exact type: 1, 1.0, True and Uint64 told apart."""
+    if isinstance(value, dict):
+        return {k: typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    return type(value).__name__, value
+
+
+def test_tree_path_leaves_surrogates_to_the_general_constructor():
+    """libyaml refuses surrogate escapes itself; PyYAML's own parser (without libyaml) hands them on."""
+    key = yaml.ScalarNode(K.PLAIN_TAG, "a")
+    node = yaml.MappingNode(K.TAG_PREFIX + "map", [(key, yaml.ScalarNode(K.STR_TAG, "\ud83d", style='"'))])
+    with pytest.raises(K.NotATree):
+        K.construct_tree(node)
+    node.value[0][1].style = "'"  # written as is: a single-quoted scalar has no escapes
+    assert K.construct_tree(node) == {"a": "\ud83d"}
+
+
+def tree_of(text):
+    loader = K.KubectlLoader(text)
+    try:
+        return K.construct_tree(loader.get_single_node())
+    finally:
+        loader.dispose()
+
+
+def corpus_documents():
+    for name in FILES:
+        text = (CORPUS / name).read_text(encoding="utf-8", errors="surrogateescape").lstrip("\ufeff")
+        if K.is_json_stream(text):
+            continue
+        try:
+            chunks = list(K.split_documents(text))
+        except ValueError:
+            continue
+        for index, _, chunk in chunks:
+            yield pytest.param(chunk, id=f"{name}#{index}")
+
+
+@pytest.mark.parametrize("text", list(corpus_documents()))
+def test_tree_path_reads_the_parity_corpus_as_the_general_constructor(text):
+    try:
+        fast, general = load_both(text)
+    except (yaml.YAMLError, UnicodeError):
+        return  # the parser refuses it: no constructor runs
+    assert fast == general
+
+
+def test_tree_path_is_taken_for_a_plain_manifest(monkeypatch):
+    text = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: {x: 'y'}}\n"
+            "data: {n: 017, o: 017, f: 1.0, b: yes, t: 2002-12-14, u: 18446744073709551615, s: \"q\", e: '', z: ~}\n"
+            "list: [1, [2, {k: v}], !!str 3]\n1.5: k\non: k\n")
+
+    def general(*_):
+        raise AssertionError("the general constructor ran")
+
+    monkeypatch.setattr(K.KubectlConstructor, "construct_any", general)
+    doc = load(text)
+    assert typed(doc) == typed({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y"}},
+        "data": {"false": 15, "o": 15, "f": 1, "b": True, "t": "2002-12-14", "u": 1.8446744073709552e19, "s": "q", "e": "",
+                 "z": None},
+        "list": [1, [2, {"k": "v"}], "3"], "1.5": "k", "true": "k"})
+
+
+@pytest.mark.parametrize("text", [
+    "a: &x 1\nb: *x\n",  # an anchor: the text is not walked as a tree at all
+])
+def test_tree_path_not_taken_with_anchors(text):
+    assert not K.KubectlLoader(text).is_tree and not K.KubectlLoader(text.encode()).is_tree
+
+
+@pytest.mark.parametrize("text", [
+    "a: 1\na: 2\n", "y: a\ntrue: b\n", "<<: {a: 1}\n", "a: !!int '1'\n", "a: !custom x\n", "a: !vault x\n",
+    "a: !!binary aGVsbG8=\n", "a: .nan\n", "~: 1\n", "9223372036854775808: 1\n", "[a]: 1\n",
+    "12\n", "plain\n",
+    "a: " + "[" * (K.TREE_MAX_DEPTH + 2) + "]" * (K.TREE_MAX_DEPTH + 2) + "\n",
+])
+def test_tree_path_leaves_the_rest_to_the_general_constructor(text):
+    with pytest.raises(K.NotATree):
+        tree_of(text)
+
+
+_TOKENS = ["a", "yes", "No", "on", "y", "n", "~", "null", "Null", "true", "FALSE", "0", "017", "09", "0x1F", "0o17",
+           "0b101", "-0b1", "+12", "1_000", "1.0", "1e3", "1.", ".5", "-.5", "+.inf", ".NaN", "1e400",
+           "9223372036854775807", "9223372036854775808", "18446744073709551615", "18446744073709551616",
+           "-9223372036854775809", "2002-12-14", "2001-02-30", "2001-12-14t21:59:43.10-05:00", "1:20", "=", "-",
+           "<<", "1.2.3", "v1", "10m", "0.5Gi", "1.5"]
+_SCALARS = st.one_of(st.sampled_from(_TOKENS), st.text(st.sampled_from("ay01.-+_e:x ~"), max_size=6))
+
+
+def _plain_yaml(value, indent=""):
+    """``value`` (nested dicts / lists of token strings) as block YAML with every scalar plain and unquoted."""
+    lines = []
+    items = value.items() if isinstance(value, dict) else (("-", v) for v in value)
+    for key, item in items:
+        head = indent + (key if key == "-" else key + ":")
+        if isinstance(item, (dict, list)) and item:
+            lines.append(head)
+            lines.append(_plain_yaml(item, indent + "  "))
+        else:
+            written = "{}" if item == {} else "[]" if item == [] else item
+            lines.append(f"{head} {written}")
+    return "\n".join(lines)
+
+
+_PLAIN_TOKENS = st.sampled_from([t for t in _TOKENS if t not in ("-", "<<")])
+_TREES = st.recursive(_PLAIN_TOKENS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(_PLAIN_TOKENS, inner, min_size=1, max_size=4)), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(_PLAIN_TOKENS, _TREES, min_size=1, max_size=5))
+def test_tree_path_matches_the_general_constructor_on_plain_scalars(value):
+    fast, general = load_both(_plain_yaml(value) + "\n")
+    assert fast == general
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(_SCALARS, inner, max_size=4)), max_leaves=12),
+    st.sampled_from([None, '"', "'"]), st.booleans())
+def test_tree_path_matches_the_general_constructor_on_dumped_yaml(value, style, flow):
+    fast, general = load_both(yaml.safe_dump({"doc": value}, default_style=style, default_flow_style=flow))
+    assert fast == general
+
+
+def test_tree_path_value_limit():
+    text = "a: [1, 2, {b: 3}]\nc: x\n"  # the document, a, its 3 items, b, c: 7 values
+    loader = K.KubectlLoader(text)
+    node = loader.get_single_node()
+    assert K.construct_tree(node, 7) == {"a": [1, 2, {"b": 3}], "c": "x"}
+    with pytest.raises(K.NotATree):
+        K.construct_tree(node, 6)
+    loader.max_values = 6  # the general constructor builds it: the caller counts again
+    assert loader.construct_document(node) == {"a": [1, 2, {"b": 3}], "c": "x"} and not loader.built_as_tree
+    loader.max_values = 7
+    assert loader.construct_document(node) == {"a": [1, 2, {"b": 3}], "c": "x"} and loader.built_as_tree
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.sampled_from(["a", " ", "\t", "#", "-", "\n", "\r", "\x85", "\u2028", "\u3000", "\x0c", ":"]),
+               max_size=24))
+def test_split_documents_without_separators_is_one_document_if_it_has_content(text):
+    if text.startswith("---") or "\n---" in text:
+        return
+    lines = text.split("\n")
+    has_content = any(line.strip() and not line.lstrip().startswith("#") for line in lines)
+    assert list(K.split_documents(text)) == ([(0, 1, text + "\n")] if has_content else [])

@@ -741,3 +741,57 @@ def test_2000_manifests_in_200_files_render_completely_and_in_order(tmp_path):
     assert names == expected
     assert all(m["kind"] == "Deployment" and m["metadata"]["namespace"].startswith("team-") for m in manifests)
     assert render(str(tmp_path)) == manifests
+
+
+# ------------------------------------------------------------------------------------------
+# Documents built in one walk (kubeyaml.construct_tree) render as the general constructor renders them
+# ------------------------------------------------------------------------------------------
+
+def _config_map_with(keys, anchors=False):
+    data = "".join(f"  k{i}: v{i}\n" for i in range(keys))
+    if anchors:
+        data = data.replace("v0\n", "&v v0\n", 1)
+    return CM.format(name="big") + "data:\n" + data
+
+
+@pytest.mark.parametrize("anchors", [False, True])
+def test_value_limit_holds_for_documents_built_in_one_walk_and_the_general_way(tmp_path, monkeypatch, anchors):
+    """6 values besides the data entries (the document, apiVersion, kind, metadata, name, data)."""
+    monkeypatch.setattr(R, "MAX_DOCUMENT_VALUES", 20)
+    write(tmp_path / "ok", {"cm.yaml": _config_map_with(14, anchors)})
+    assert len(render(str(tmp_path / "ok"))[0]["data"]) == 14
+    write(tmp_path / "over", {"cm.yaml": _config_map_with(15, anchors)})
+    err = render_error(tmp_path / "over")
+    assert err.path == "cm.yaml" and err.doc == 0 and err.line == 1
+    assert "expands to more than 20 values" in err.problem
+
+
+def test_alias_bomb_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(R, "MAX_DOCUMENT_VALUES", 100)
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    write(tmp_path, {"cm.yaml": CM.format(name="bomb") + "data:\n  " + bomb.replace("\n", "\n  ") + "c: [*b, *b]\n"})
+    assert "(an alias bomb?)" in render_error(tmp_path).problem
+
+
+def _typed(value):
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return type(value).__name__, value
+
+
+@pytest.mark.parametrize("tree", ["fixtures", "bench"])
+def test_one_walk_renders_what_the_general_constructor_renders(tmp_path, monkeypatch, tree):
+    if tree == "fixtures":
+        path = tmp_path / "fixtures"
+        shutil.copytree(FIXTURES, path)
+        kwargs = dict(decrypt=VAULT.decrypt, template=jinja_hook({"replicas": 2, "env": "prod"}))
+    else:
+        path = tmp_path / "bench"
+        write_repo(path, 20, 5)
+        kwargs = {}
+    fast = render(str(path), **kwargs)
+    from ansible_collections.stacksync.k8s.plugins.plugin_utils import kubeyaml
+    monkeypatch.setattr(kubeyaml, "_without_anchors", lambda stream: False)  # every document the general way
+    assert _typed(render(str(path), **kwargs)) == _typed(fast)
