@@ -386,6 +386,35 @@ def test_immutable_field_fails_then_recreates(client, record_ns, ns):
     assert get(client, cm_path(ns, "frozen"))["data"]["a"] == "2"
 
 
+def statefulset(name, ns, storage, **annotations):
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+            "spec": {"selector": {"matchLabels": {"app": name}}, "serviceName": name,
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "db", "image": "db:1"}]}},
+                     "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage}}}}]}}
+
+
+def test_a_statefulset_whose_volume_claim_templates_changed_fails_then_is_recreated_when_asked(client, record_ns, ns):
+    # the server refuses the spec whole ("updates to statefulset spec for fields other than ... are forbidden"):
+    # an immutable-field refusal like any other
+    stack = "sts-" + uid()
+    path = f"/apis/apps/v1/namespaces/{ns}/statefulsets/db"
+    sync(client, record_ns, stack, [statefulset("db", ns, "10Gi")])
+    first = get(client, path)["metadata"]["uid"]
+    with pytest.raises(StackError) as err:
+        sync(client, record_ns, stack, [statefulset("db", ns, "20Gi")])
+    assert "StatefulSet.apps %s/db: cannot change immutable field(s) spec (set recreate_on_immutable" % ns in str(err.value)
+    asked = statefulset("db", ns, "20Gi", **{"stacksync.io/recreate-on-immutable": "true"})
+    r = sync(client, record_ns, stack, [asked], check_mode=True)
+    assert [a["action"] for a in r.applied] == ["configured"] and get(client, path)["metadata"]["uid"] == first
+    r = sync(client, record_ns, stack, [asked])
+    live = get(client, path)
+    assert [a["action"] for a in r.applied] == ["configured"] and live["metadata"]["uid"] != first
+    assert live["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "20Gi"
+
+
 def test_unknown_kind_and_duplicates_fail_before_any_write(client, record_ns, ns):
     stack = "val-" + uid()
     before = writes(client)
