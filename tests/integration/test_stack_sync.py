@@ -405,7 +405,7 @@ def test_a_statefulset_whose_volume_claim_templates_changed_fails_then_is_recrea
     first = get(client, path)["metadata"]["uid"]
     with pytest.raises(StackError) as err:
         sync(client, record_ns, stack, [statefulset("db", ns, "20Gi")])
-    assert "StatefulSet.apps %s/db: cannot change immutable field(s) spec (set recreate_on_immutable" % ns in str(err.value)
+    assert f"StatefulSet.apps {ns}/db: cannot change immutable field(s) spec (set recreate_on_immutable" in str(err.value)
     asked = statefulset("db", ns, "20Gi", **{"stacksync.io/recreate-on-immutable": "true"})
     r = sync(client, record_ns, stack, [asked], check_mode=True)
     assert [a["action"] for a in r.applied] == ["configured"] and get(client, path)["metadata"]["uid"] == first
