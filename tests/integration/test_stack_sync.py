@@ -537,6 +537,20 @@ def test_check_mode_first_sync_with_new_namespace_and_crd(client, record_ns):
     assert get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets." + group) is None
 
 
+def test_check_mode_after_the_crd_was_deleted_reads_its_custom_resources_as_created(client, record_ns, ns, tmp_path):
+    # the stack's deletion took its CRD with it; the discovery cache written before still lists the kind
+    s = uid()
+    group, stack = f"c{s}.example.com", "chk2-" + s
+    resources = [crd(group, "Gadget", "gadgets"),
+                 {"apiVersion": group + "/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": ns}}]
+    cache = str(tmp_path / "discovery")
+    assert sync(client, record_ns, stack, resources, discovery_cache_dir=cache).counts["created"] == 2
+    StackManager(client, stack, record_namespace=record_ns, discovery_cache_dir=cache).delete_all()
+    r = sync(client, record_ns, stack, resources, check_mode=True, discovery_cache_dir=cache)
+    assert r.counts["created"] == 2 and not r.errors, r.errors
+    assert get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets." + group) is None
+
+
 def test_rbac_limited_credentials(client, kube):
     if not kube.limited_kubeconfig:
         pytest.skip("no limited kubeconfig for this cluster")
