@@ -339,6 +339,6 @@ class StackManager:
                 if not remaining and not plan.snap.unverified:
                     self.record.delete()
                     self.key_store.delete()
-                else:
-                    self.record.save(group_kinds=remaining | plan.snap.unverified)
+                else:  # what is left is still looked for, but the stack declares nothing any more
+                    self.record.save(**record_fields([], (), plan.snap.unverified, remaining, True))
             return cs
