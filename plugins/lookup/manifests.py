@@ -22,6 +22,8 @@ description:
   - A directory containing C(kustomization.yaml), C(kustomization.yml) or C(Kustomization) is rendered with
     C(kustomize build) (or C(kubectl kustomize) when no C(kustomize) binary is on E(PATH)); its files are not
     also read one by one.
+  - A kustomize Component (a directory below the term whose kustomization's C(kind) is C(Component)) is not rendered on
+    its own; the kustomizations that list it in C(components) apply it to their resources.
   - Hidden files and directories (C(.git), C(.github), ...) and files that are not manifests are ignored.
   - Symbolic links and C(..) components that resolve outside O(root) are refused.
   - Any problem (invalid YAML or JSON, a document that is not a mapping, a missing or malformed C(apiVersion),

@@ -59,6 +59,7 @@ class Applier:
         self.ensure_lock = ensure_lock
         self.crds_ready = False
         self.new_namespaces = set()
+        self.new_kinds = set()  # (group, kind) of the CRDs this run creates
         self.notes = []
 
     def apply_one(self, d, live, dry_run):
@@ -116,8 +117,10 @@ class Applier:
             return None, None, ("%s: cannot change immutable field(s) %s (set recreate_on_immutable or the "
                                 "stacksync.io/recreate-on-immutable annotation to delete and recreate it): %s"
                                 % (d.oid, ", ".join(fields), api_message(d, e.message)))
-        if dry_run and e.is_not_found and (d.from_crd or d.oid.namespace in self.new_namespaces):
-            # check mode: its CRD or namespace would be created by this run, so the dry run cannot see it
+        if dry_run and e.is_not_found and (d.from_crd or d.oid.group_kind in self.new_kinds
+                                           or d.oid.namespace in self.new_namespaces):
+            # check mode: its CRD or namespace would be created by this run, so the dry run cannot see it (a
+            # discovery cache written before the CRD was deleted may still list the kind: not from_crd then)
             return (C.CREATED if live is None else C.CONFIGURED), None, None
         if dry_run and e.is_not_found and d.oid.namespace and ('namespaces "%s" not found' % d.oid.namespace) in e.message:
             # check mode: the namespace may come from another source of the same sync; report, don't fail
@@ -176,6 +179,9 @@ class Applier:
     def _report(self, d, before, action, obj, error, changeset, written):
         if d.oid.group_kind == NAMESPACE_GK and action == C.CREATED:
             self.new_namespaces.add(d.oid.name)
+        elif d.oid.group_kind == CRD_GK and action == C.CREATED:
+            spec = d.manifest.get("spec") or {}
+            self.new_kinds.add((spec.get("group"), (spec.get("names") or {}).get("kind")))
         if error:
             changeset.add(d.oid, d.api_version, C.FAILED, C.PHASE_APPLY, reason=error)
             return

@@ -101,12 +101,18 @@ class ApiError(Exception):
         return self.status == 403
 
     def immutable_fields(self):
-        """Fields the server refused to change because they are immutable ([] if not that error)."""
+        """Fields the server refused to change because they are immutable ([] if not that error).
+
+        Besides "field is immutable", a kind that allows only some of its fields to change refuses the
+        others as a whole: "spec: Forbidden: updates to statefulset spec for fields other than 'replicas',
+        ... are forbidden" (a StatefulSet's volumeClaimTemplates, serviceName, selector), "pod updates may
+        not change fields other than ..."."""
         fields = []
         if self.status not in (400, 422):
             return fields
         for cause in self.causes:
-            if "immutable" in (cause.get("message") or ""):
+            message = cause.get("message") or ""
+            if "immutable" in message or " fields other than " in message:
                 fields.append(cause.get("field") or "?")
         if not fields and "immutable" in self.message:
             fields.append("?")

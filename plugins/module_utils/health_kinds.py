@@ -60,7 +60,7 @@ def _deployment(obj):
     return result or current("Available", "Deployment is available. Replicas: %d" % replicas)
 
 
-def _replicaset(obj):
+def _replicaset(obj, what="ReplicaSet"):
     replica_failure = _true(obj, "ReplicaFailure")
     if replica_failure is not None:
         return _from_condition(IN_PROGRESS, replica_failure, "ReplicaFailure", DEGRADED)
@@ -71,7 +71,12 @@ def _replicaset(obj):
               or _progress(want, _int(status, "readyReplicas"), "LessReady", "Ready"))
     if result is None and _int(status, "replicas") > want:
         result = in_progress("ExtraPods", "Pending termination: %d" % (_int(status, "replicas") - want))
-    return result or current("Available", "ReplicaSet is available. Replicas: %d" % _int(status, "replicas"))
+    return result or current("Available", "%s is available. Replicas: %d" % (what, _int(status, "replicas")))
+
+
+def _replication_controller(obj):
+    """The ReplicaSet's predecessor: the same status fields and ReplicaFailure condition."""
+    return _replicaset(obj, "ReplicationController")
 
 
 def _statefulset(obj):
@@ -238,6 +243,7 @@ KIND_RULES = {
     ("extensions", "Deployment"): _deployment,
     ("apps", "ReplicaSet"): _replicaset,
     ("extensions", "ReplicaSet"): _replicaset,
+    ("", "ReplicationController"): _replication_controller,
     ("apps", "StatefulSet"): _statefulset,
     ("apps", "DaemonSet"): _daemonset,
     ("extensions", "DaemonSet"): _daemonset,

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import plan as P
 from ansible_collections.stacksync.k8s.plugins.module_utils.apply import Applier, ApplyError, foreign_owned, shared_objects
-from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import ChangeSet
+from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import RELEASED, ChangeSet
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
@@ -272,8 +272,10 @@ class StackManager:
         remaining, pruned = self.pruner.execute(plan.prune, changeset, dry_run)
         if self.opts.wait and pruned and not dry_run:
             self.pruner.wait_gone(plan.prune, pruned, changeset)
+        # what was released is another stack's now: it does not keep this stack's record (state=absent) alive
+        released = set(e.oid for e in changeset.entries if e.action == RELEASED)
         remaining |= set(oid.group_kind for oid, (_i, obj) in plan.snap.ours.items()
-                         if oid not in pruned and owned_by(obj, self.stack, oid))
+                         if oid not in pruned and oid not in released and owned_by(obj, self.stack, oid))
         return remaining, True
 
     # -- public entry points ------------------------------------------------------------------
@@ -337,6 +339,6 @@ class StackManager:
                 if not remaining and not plan.snap.unverified:
                     self.record.delete()
                     self.key_store.delete()
-                else:
-                    self.record.save(group_kinds=remaining | plan.snap.unverified)
+                else:  # what is left is still looked for, but the stack declares nothing any more
+                    self.record.save(**record_fields([], (), plan.snap.unverified, remaining, True))
             return cs

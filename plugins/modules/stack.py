@@ -158,6 +158,8 @@ options:
       - When an apply is refused because an immutable field changed, delete and recreate the object. Without it
         (and without the C(stacksync.io/recreate-on-immutable=true) annotation on the object) the run fails naming
         the object and field.
+      - This includes a kind that lets only some of its fields change and refuses any other change whole, like a
+        StatefulSet's C(volumeClaimTemplates), C(serviceName) or C(podManagementPolicy) (the field named is C(spec)).
     type: bool
     default: false
   record_namespace:

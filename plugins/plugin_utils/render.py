@@ -301,6 +301,20 @@ def _find_kustomization(names):
     return None
 
 
+#: ``kind: Component`` at the top level of a kustomization file
+_COMPONENT_KIND = re.compile(rb"""^kind:[ \t]*["']?Component["']?[ \t\r]*(?:#.*)?$""", re.M)
+
+
+def _is_component(path):
+    """True if the kustomization file ``path`` is a kustomize Component: a set of changes that the
+    kustomizations listing it in ``components`` apply to their own resources, not built on its own."""
+    try:
+        with open(path, "rb") as f:
+            return _COMPONENT_KIND.search(f.read(65536)) is not None
+    except OSError:
+        return False  # kustomize reports it
+
+
 def _symlink_target(entry, rel, kind, root, recursive):
     """``(target, is_dir)`` of a symlinked entry that is read, or None when it is skipped.
 
@@ -349,6 +363,8 @@ def collect(base, root, path_filter, recursive=True):
             raise RenderError("cannot list directory: %s" % exc.strerror, prefix or ".") from exc
         kfile = _find_kustomization({e.name for e in entries})
         if kfile is not None:
+            if prefix and _is_component(os.path.join(real_dir, kfile)):
+                return  # rendered by the kustomizations that list it in their components
             if path_filter.selected(prefix or ".", _join(prefix, kfile)):
                 units.append(_Unit(prefix or ".", real_dir, "kustomize"))
             return

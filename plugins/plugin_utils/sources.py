@@ -201,7 +201,8 @@ def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, 
         "counts": counts, "applied": applied, "pruned": _refs(prune.get("pruned")), "skipped": skipped,
         "unhealthy": [o for o in applied if o.get("health") and o["health"] not in HEALTHY],
         "warnings": _merged(apply.get("warnings"), prune.get("warnings")),
-        "diff": [d for d in (apply.get("diff"), prune.get("diff")) if d],
+        # one run: its result stands for both phases, so its diff is listed once
+        "diff": [d for d in (apply.get("diff"), None if one_run else prune.get("diff")) if d],
         "seconds": round(seconds, 2),
     }
 

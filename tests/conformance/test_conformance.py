@@ -839,6 +839,40 @@ def test_immutable_deployment_selector(api, ns):
     assert body["details"]["causes"][0]["message"] == 'Invalid value: {"app":"web","stack":"s"}: `selector` does not match template `labels`'
 
 
+def test_statefulset_spec_outside_the_mutable_fields_is_refused_whole(api, ns):
+    path = f"/apis/apps/v1/namespaces/{ns}/statefulsets/zk"
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "zk", "namespace": ns},
+           "spec": {"selector": {"matchLabels": {"app": "zk"}}, "serviceName": "zk-hs", "replicas": 3,
+                    "template": {"metadata": {"labels": {"app": "zk"}}, "spec": {"containers": [{"name": "zk", "image": "zk:1"}]}},
+                    "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}}}]}}
+    status, body, _ = api.apply(path, sts)
+    assert status == 201, body
+    # the stored template carries what the server defaulted; re-applying the manifest as written is no change
+    vct = body["spec"]["volumeClaimTemplates"][0]
+    assert (vct["apiVersion"], vct["kind"], vct["spec"]["volumeMode"], vct["status"]) == (
+        "v1", "PersistentVolumeClaim", "Filesystem", {"phase": "Pending"}), vct
+    assert api.apply(path, sts)[0] == 200
+    # replicas and the pod template may change
+    sts["spec"]["replicas"] = 2
+    sts["spec"]["template"]["spec"]["containers"][0]["image"] = "zk:2"
+    status, body, _ = api.apply(path, sts)
+    assert status == 200 and body["spec"]["replicas"] == 2, body
+    why = ("Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+           "'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' "
+           "are forbidden")
+    for field, value in (("volumeClaimTemplates", [dict(sts["spec"]["volumeClaimTemplates"][0], spec={
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "20Gi"}}})]), ("serviceName", "zk"),
+            ("podManagementPolicy", "Parallel")):
+        changed = dict(sts, spec=dict(sts["spec"], **{field: value}))
+        for params in ({}, {"dryRun": "All"}):
+            status, body, _ = api.apply(path, changed, **params)
+            assert_status(status, body, 422, "Invalid")
+            assert body["message"] == f'StatefulSet.apps "zk" is invalid: spec: {why}', (field, body)
+            assert body["details"] == {"name": "zk", "group": "apps", "kind": "StatefulSet",
+                                       "causes": [{"reason": "FieldValueForbidden", "message": why, "field": "spec"}]}
+
+
 def test_immutable_service_cluster_ip(api, ns):
     path = f"/api/v1/namespaces/{ns}/services/web"
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": ns}, "spec": {"ports": [{"port": 80}]}}

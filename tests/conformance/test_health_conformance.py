@@ -96,3 +96,23 @@ def test_apiservice_without_its_service(api, ns, kube):
         assert (got.status, got.health, got.reason) == ("InProgress", "Degraded", "ServiceNotFound")
     finally:
         api.request("DELETE", f"{APISERVICES}/{name}")  # a broken APIService breaks discovery of its group
+
+
+def test_replication_controller_status_reads_like_a_replicaset(api, ns):
+    """A ReplicationController whose pods never run: its controller counts them (labelled, none ready), and
+    the health rules read it as a ReplicaSet, not as a kind without conditions (Healthy at once)."""
+    path = f"/api/v1/namespaces/{ns}/replicationcontrollers"
+    rc = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "legacy", "namespace": ns},
+          "spec": {"replicas": 2, "selector": {"app": "legacy"},
+                   "template": {"metadata": {"labels": {"app": "legacy"}},
+                                "spec": {"nodeSelector": NO_NODE, "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}}
+    assert api.request("POST", path, rc)[0] == 201
+    obj = poll(lambda: (lambda o: o if (o.get("status") or {}).get("fullyLabeledReplicas") == 2 else None)(
+        api.get(f"{path}/legacy")[1]), 15)
+    assert obj["status"] == {"replicas": 2, "fullyLabeledReplicas": 2, "observedGeneration": 1}, obj.get("status")
+    pods = api.get(f"/api/v1/namespaces/{ns}/pods?labelSelector=app%3Dlegacy")[1]["items"]
+    assert [(p["metadata"]["ownerReferences"][0]["kind"], p["status"]["phase"]) for p in pods] == [
+        ("ReplicationController", "Pending")] * 2
+    got = hl.health(obj)
+    assert (got.status, got.health, got.reason, got.message) == ("InProgress", "Progressing", "LessAvailable", "Available: 0/2")
+

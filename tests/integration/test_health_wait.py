@@ -62,6 +62,18 @@ def test_manager_wait_fails_fast_and_names_the_object(kube, client, ns):
     assert elapsed < FAST, elapsed
 
 
+def test_wait_waits_for_a_replication_controller_s_pods(kube, client, ns):
+    # a ReplicationController is read like a ReplicaSet: not ready until its pods are (here they never run)
+    rc = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "legacy"},
+          "spec": {"replicas": 1, "selector": {"app": "legacy"}, "template": {
+              "metadata": {"labels": {"app": "legacy"}}, "spec": dict(stalling_deployment("x")["spec"]["template"]["spec"])}}}
+    m = StackManager(client, "health-" + uuid.uuid4().hex[:6], record_namespace=ns, namespace=ns, poll_interval=0.5,
+                     wait=True, wait_timeout=5)
+    with pytest.raises(StackError) as e:
+        m.sync([rc])
+    assert f"ReplicationController {ns}/legacy: Progressing (LessAvailable): Available: 0/1" in str(e.value), str(e.value)
+
+
 def test_stack_info_reports_sync_and_health_per_object(kube, ns):
     """stack_info's report: sync (Argo CD's vocabulary) and health per object, with counts."""
     from tests.reliability import helpers as H

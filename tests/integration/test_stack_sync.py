@@ -386,6 +386,35 @@ def test_immutable_field_fails_then_recreates(client, record_ns, ns):
     assert get(client, cm_path(ns, "frozen"))["data"]["a"] == "2"
 
 
+def statefulset(name, ns, storage, **annotations):
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+            "spec": {"selector": {"matchLabels": {"app": name}}, "serviceName": name,
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "db", "image": "db:1"}]}},
+                     "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage}}}}]}}
+
+
+def test_a_statefulset_whose_volume_claim_templates_changed_fails_then_is_recreated_when_asked(client, record_ns, ns):
+    # the server refuses the spec whole ("updates to statefulset spec for fields other than ... are forbidden"):
+    # an immutable-field refusal like any other
+    stack = "sts-" + uid()
+    path = f"/apis/apps/v1/namespaces/{ns}/statefulsets/db"
+    sync(client, record_ns, stack, [statefulset("db", ns, "10Gi")])
+    first = get(client, path)["metadata"]["uid"]
+    with pytest.raises(StackError) as err:
+        sync(client, record_ns, stack, [statefulset("db", ns, "20Gi")])
+    assert f"StatefulSet.apps {ns}/db: cannot change immutable field(s) spec (set recreate_on_immutable" in str(err.value)
+    asked = statefulset("db", ns, "20Gi", **{"stacksync.io/recreate-on-immutable": "true"})
+    r = sync(client, record_ns, stack, [asked], check_mode=True)
+    assert [a["action"] for a in r.applied] == ["configured"] and get(client, path)["metadata"]["uid"] == first
+    r = sync(client, record_ns, stack, [asked])
+    live = get(client, path)
+    assert [a["action"] for a in r.applied] == ["configured"] and live["metadata"]["uid"] != first
+    assert live["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "20Gi"
+
+
 def test_unknown_kind_and_duplicates_fail_before_any_write(client, record_ns, ns):
     stack = "val-" + uid()
     before = writes(client)
@@ -505,6 +534,20 @@ def test_check_mode_first_sync_with_new_namespace_and_crd(client, record_ns):
     for method in ("POST", "PUT", "DELETE"):
         assert client.counts.get(method, 0) == before.get(method, 0)
     assert get(client, "/api/v1/namespaces/" + ns_name) is None
+    assert get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets." + group) is None
+
+
+def test_check_mode_after_the_crd_was_deleted_reads_its_custom_resources_as_created(client, record_ns, ns, tmp_path):
+    # the stack's deletion took its CRD with it; the discovery cache written before still lists the kind
+    s = uid()
+    group, stack = f"c{s}.example.com", "chk2-" + s
+    resources = [crd(group, "Gadget", "gadgets"),
+                 {"apiVersion": group + "/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": ns}}]
+    cache = str(tmp_path / "discovery")
+    assert sync(client, record_ns, stack, resources, discovery_cache_dir=cache).counts["created"] == 2
+    StackManager(client, stack, record_namespace=record_ns, discovery_cache_dir=cache).delete_all()
+    r = sync(client, record_ns, stack, resources, check_mode=True, discovery_cache_dir=cache)
+    assert r.counts["created"] == 2 and not r.errors, r.errors
     assert get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets." + group) is None
 
 

@@ -261,3 +261,23 @@ def test_every_host_of_a_run_syncs_the_commit_fetched_once(env, kube):
         assert commits == {repo.git("rev-parse", "HEAD")[:12]}
         for h in hosts:
             assert client.get(f"/api/v1/namespaces/{h}-{suffix}/configmaps/c")["data"] == {"v": version}
+
+
+def test_a_single_source_shows_each_change_once_with_diff(env, kube):
+    # one source applies and prunes in one run of the stack module: its diff is that run's, listed once
+    tmp_path, suffix, _client, inventory, cleanup = env
+    ns = f"once-{suffix}"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("ns.yaml", namespace(ns))
+    repo.write("cm.yaml", configmap("a", ns, {"colour": "blue"}))
+    repo.commit("first")
+    cleanup.append(f"/api/v1/namespaces/{ns}")
+    sources = [{"repo": repo.url, "stack": f"once-{suffix}"}]
+    assert sync(tmp_path, inventory, sources).rc == 0
+    repo.write("cm.yaml", configmap("a", ns, {"colour": "green"}))
+    repo.commit("green")
+    run = sync(tmp_path, inventory, sources, "--check", "--diff")
+    assert run.rc == 0 and run.recap["the-cluster"]["changed"] == 1, run.tail()
+    changed = [line for line in run.stdout.splitlines() if "green" in line]
+    assert len(changed) == 1 and changed[0].startswith("+"), run.stdout
+    assert run.stdout.count(f"--- before: ConfigMap {ns}/a") == 1, run.stdout

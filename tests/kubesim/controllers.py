@@ -4,7 +4,7 @@
   deletion of a terminating namespace's content, then of the namespace;
 * garbage collector: Background / Foreground / Orphan propagation through ownerReferences;
 * CRDs: Established after a delay, then served; deletion removes custom objects and the type;
-* Deployment -> ReplicaSet -> Pod, with pod-template labels copied; workload status;
+* Deployment -> ReplicaSet -> Pod (and ReplicationController -> Pod), with pod-template labels copied; workload status;
 * "kubelet": a new Pod runs and is Ready at once (``pods_ready``) unless its ``nodeSelector`` matches no
   Node (then it stays Pending, unschedulable); a ReplicaSet counts its Ready pods, a Deployment its
   ReplicaSet's, and a Deployment whose pods are not all available after ``progressDeadlineSeconds``
@@ -52,8 +52,8 @@ class Controllers:
             return
         elif kind == "Deployment":
             self._deployment(new)
-        elif kind == "ReplicaSet":
-            self._replicaset(new)
+        elif kind in ("ReplicaSet", "ReplicationController"):
+            self._replicaset(new, rt)
         elif kind in ("StatefulSet", "DaemonSet"):
             self._workload_status(rt, new)
         elif kind == "Pod" and old is None and self.pods_ready:
@@ -367,9 +367,10 @@ class Controllers:
         status["conditions"] = [c for c in conditions if c.get("type") != "Progressing"] + [stalled]
         self.c._write(dep_rt, live, _for_status(live, status), _CM, False, "status")
 
-    def _replicaset(self, rs):
+    def _replicaset(self, rs, rs_rt=None):
+        """A ReplicaSet's (or a ReplicationController's, whose status has no ``terminatingReplicas``) pods and status."""
         pod_rt = self._rt("", "pods")
-        rs_rt = self._rt("apps", "replicasets")
+        rs_rt = rs_rt or self._rt("apps", "replicasets")
         pods = [p for p in self._owned(pod_rt, rs) if not p["metadata"].get("deletionTimestamp")]
         want = rs["spec"].get("replicas", 1)
         for pod in pods[want:]:
@@ -379,6 +380,8 @@ class Controllers:
         ready = sum(1 for p in self._owned(pod_rt, rs) if not p["metadata"].get("deletionTimestamp") and _condition(p, "Ready"))
         status = {"replicas": want, "fullyLabeledReplicas": want, "observedGeneration": rs["metadata"].get("generation", 1),
                   "readyReplicas": ready, "availableReplicas": ready, "terminatingReplicas": 0}
+        if rs_rt.kind == "ReplicationController":
+            del status["terminatingReplicas"]
         for key in ("readyReplicas", "availableReplicas", "fullyLabeledReplicas"):
             if not status[key]:
                 del status[key]

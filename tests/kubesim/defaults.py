@@ -556,6 +556,12 @@ def _same_selector(a, b):
 _FROZEN = "Forbidden: field is immutable when `immutable` is set"
 # apps/v1 kinds whose spec.selector is immutable (StatefulSet refuses most spec changes differently).
 _SELECTOR_IMMUTABLE = {"Deployment", "ReplicaSet", "DaemonSet"}
+# the StatefulSet spec fields an update may change (ValidateStatefulSetUpdate); any other change is refused whole
+_STS_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy", "revisionHistoryLimit",
+                "persistentVolumeClaimRetentionPolicy", "minReadySeconds")
+_STS_FORBIDDEN = ("Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+                  "'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and "
+                  "'minReadySeconds' are forbidden")
 
 
 def carry_allocated(old, obj):
@@ -611,6 +617,13 @@ def _selector_causes(old, obj):
     if osel and sel and not _same_selector(sel, osel):
         return [("spec.selector", "FieldValueInvalid", f"Invalid value: {_go_selector(sel)}: field is immutable")]
     return []
+
+
+def _statefulset_causes(old, obj):
+    """A StatefulSet update that changes a spec field other than :data:`_STS_MUTABLE` (compared defaulted)."""
+    def frozen(o):
+        return {k: v for k, v in (o.get("spec") or {}).items() if k not in _STS_MUTABLE}
+    return [("spec", "FieldValueForbidden", _STS_FORBIDDEN)] if frozen(obj) != frozen(old) else []
 
 
 def _containers_causes(pod_spec, prefix):
@@ -670,5 +683,7 @@ def validate(obj, rt, old=None):
                     causes.append((f"{key}[{k}]", "FieldValueInvalid", why))
     if old is not None and kind in _SELECTOR_IMMUTABLE and rt.group == "apps":
         causes += _selector_causes(old, obj)
+    if old is not None and kind == "StatefulSet" and rt.group == "apps":
+        causes += _statefulset_causes(old, obj)
     if causes:
         raise invalid(kind, meta.get("name"), causes, rt.group or None)

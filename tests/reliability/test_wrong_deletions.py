@@ -321,6 +321,39 @@ def test_an_object_dropped_by_one_stack_but_declared_by_another_is_released_not_
     assert not cs.changed
 
 
+def test_a_deleted_stack_whose_objects_were_all_released_leaves_no_record_behind(admin, ns):
+    # state=absent hands the shared object to the stack that still declares it; the deleted stack must not
+    # go on declaring it, or that stack could never prune it (it would be released back to a stack that is gone)
+    a, b = "rla-" + uid(), "rlb-" + uid()
+    sync(admin, a, [cm("shared", ns, v="a"), cm("a-only", ns)], namespace=ns, record_namespace=ns)
+    sync(admin, b, [cm("shared", ns, v="a")], namespace=ns, record_namespace=ns)  # takes it over
+    cs = StackManager(admin, b, namespace=ns, record_namespace=ns).delete_all()
+    assert [(e["name"], e["stack"]) for e in cs.released] == [("shared", a)] and not cs.pruned
+    assert admin.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/stacksync-{b}") is None
+    cs = sync(admin, a, [cm("a-only", ns)], namespace=ns, record_namespace=ns)
+    assert [e["name"] for e in cs.pruned] == ["shared"] and not cs.released, (cs.released, cs.warnings)
+    assert admin.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/shared") is None
+
+
+def test_a_stack_deleted_with_something_left_behind_no_longer_declares_what_it_deleted(admin, ns):
+    # its Namespace holds an object no stack owns, so state=absent keeps it (and the record, to find it again);
+    # the record must not go on declaring the stack's other objects, or another stack could never prune them
+    a, b, kept = "lba-" + uid(), "lbb-" + uid(), "wd-lb-" + uid()
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": kept}}
+    try:
+        sync(admin, a, [namespace, cm("shared", ns, v="a")], namespace=ns, record_namespace=ns)
+        admin.create(f"/api/v1/namespaces/{kept}/configmaps", cm("foreign", kept))
+        sync(admin, b, [cm("shared", ns, v="a")], namespace=ns, record_namespace=ns)  # takes it over
+        cs = StackManager(admin, a, namespace=ns, record_namespace=ns).delete_all()
+        assert [(e["kind"], e["name"]) for e in cs.skipped] == [("Namespace", kept)], cs.skipped
+        record = admin.get(f"/api/v1/namespaces/{ns}/configmaps/stacksync-{a}")["data"]
+        assert (record["groupKinds"], record["objects"], record["objectCount"]) == ("Namespace", "", "0"), record
+        cs = sync(admin, b, [cm("other", ns)], namespace=ns, record_namespace=ns)
+        assert [e["name"] for e in cs.pruned] == ["shared"] and not cs.released, (cs.released, cs.warnings)
+    finally:
+        H.delete_quietly(admin, f"/api/v1/namespaces/{kept}")
+
+
 # -- finalizers -------------------------------------------------------------------------------------------
 def test_a_pruned_object_held_by_a_finalizer_is_reported_terminating_not_pruned_again(admin, ns):
     stack = "fin-" + uid()

@@ -200,6 +200,20 @@ def test_status_errors_expose_reason_and_immutable_fields(retry_server):
     assert "force=true" in RetryScriptHandler.seen[0][1] and "fieldManager=stacksync" in RetryScriptHandler.seen[0][1]
 
 
+def test_fields_only_some_of_which_may_change_read_as_immutable():
+    # kube-apiserver v1.36, a StatefulSet whose volumeClaimTemplates changed
+    sts = ("Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+           "'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' "
+           "are forbidden")
+    err = ApiError(422, "Invalid", 'StatefulSet.apps "zk" is invalid: spec: ' + sts,
+                   [{"reason": "FieldValueForbidden", "message": sts, "field": "spec"}])
+    assert err.immutable_fields() == ["spec"]
+    pod = "Forbidden: pod updates may not change fields other than `spec.containers[*].image`"
+    assert ApiError(422, "Invalid", "", [{"message": pod, "field": "spec"}]).immutable_fields() == ["spec"]
+    other = ApiError(422, "Invalid", "", [{"message": "Forbidden: may not be set", "field": "spec.x"}])
+    assert other.immutable_fields() == []
+
+
 def test_list_follows_continue_and_sets_kind(retry_server):
     RetryScriptHandler.script = [
         (200, {}, {"kind": "ConfigMapList", "apiVersion": "v1", "items": [{"metadata": {"name": "a"}}], "metadata": {"continue": "tok"}}),

@@ -38,6 +38,8 @@ RECORDED = {
     "replicaset-available": ("Current", "Healthy", "Available", "Replicas: 1"),
     "replicaset-pending": ("InProgress", "Progressing", "LessAvailable", "Available: 0/2"),
     "replicaset-quota-blocked": ("InProgress", "Degraded", "FailedCreate", "exceeded quota: no-pods"),
+    "replicationcontroller-available": ("Current", "Healthy", "Available", "ReplicationController is available. Replicas: 1"),
+    "replicationcontroller-pending": ("InProgress", "Progressing", "LessAvailable", "Available: 0/2"),
     "statefulset-ready": ("Current", "Healthy", "Ready", "Replicas: 1"),
     "statefulset-pending": ("InProgress", "Progressing", "LessReady", "Ready: 0/1"),
     "daemonset-no-nodes": ("Current", "Healthy", "Ready", "Replicas: 0"),

@@ -502,6 +502,27 @@ def test_kustomization_at_the_root(tmp_path):
     assert names(R.render(str(tmp_path))) == ["x"]
 
 
+COMPONENT = "apiVersion: kustomize.config.k8s.io/v1alpha1{eol}kind: Component  # notation{eol}patches:{eol}- path: patch.yaml{eol}"
+
+
+@needs_kustomize
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_kustomize_component_is_rendered_by_the_kustomizations_that_list_it_not_on_its_own(tmp_path, eol):
+    # kustomize's components example: on its own, the component's patch has nothing to patch
+    write(tmp_path, {
+        "app/kustomization.yaml": "resources: [cm.yaml]\ncomponents: [../components/extra]\n",
+        "app/cm.yaml": CM.format(name="x"),
+        "components/extra/kustomization.yaml": COMPONENT.format(eol=eol),
+        "components/extra/patch.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {extra: 'yes'}\n",
+    })
+    manifests = R.render(str(tmp_path))
+    assert names(manifests) == ["x"] and manifests[0]["data"]["extra"] == "yes"
+    assert sources(manifests) == ["app#0"]
+    # named itself, a component is built like any kustomization (and fails as kustomize says)
+    err = render_error(tmp_path / "components" / "extra")
+    assert err.path == "./" and "no resource matches" in str(err)
+
+
 @needs_kustomize
 def test_kustomize_failure_names_the_directory_and_shows_stderr(tmp_path):
     write(tmp_path, {"ok.yaml": CM.format(name="ok"), "apps/bad/kustomization.yaml": "resources: [missing.yaml]\n"})

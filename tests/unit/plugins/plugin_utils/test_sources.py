@@ -118,6 +118,14 @@ def test_one_run_that_failed_in_its_prune_part_reads_as_a_failed_prune():
     assert e["failed"] and e["pruning"] == "not run" and e["msg"] == "apply failed"
 
 
+def test_one_run_lists_its_diff_once():
+    diff = [{"before_header": "ConfigMap default/a", "after_header": "ConfigMap default/a", "before": "1", "after": "2"}]
+    res = {"changed": True, "diff": diff, "counts": {"created": 0, "configured": 1, "unchanged": 0, "pruned": 0}}
+    assert sp.stack_entry(SOURCE, COMMIT, 1, res, None, one_run=True)["diff"] == [diff]
+    prune = {"changed": True, "diff": [{"before": "x", "after": ""}], "counts": {"pruned": 1}}
+    assert sp.stack_entry(SOURCE, COMMIT, 1, res, prune)["diff"] == [diff, prune["diff"]]
+
+
 def test_a_blocked_stack_says_which_dependency_failed():
     e = sp.stack_entry(SOURCE, COMMIT, 2, None, None, blocked=["infra"])
     assert e["failed"] and e["msg"] == "not applied: it depends on infra, which failed"
