@@ -283,6 +283,13 @@ class Discovery:
         if self.from_cache:
             self._drop_cache()
 
+    def kinds_changed(self):
+        """This run deleted what serves kinds (a CRD, an APIService): forget the index and drop the disk
+        cache, so neither this process's next stack nor the next run looks the gone kinds up there."""
+        self._drop_cache()
+        self._index = None
+        self.from_cache = False
+
     # -- queries ----------------------------------------------------------------------------
     def lookup(self, group, kind, version=None):
         """Resolve, reading discovery again once if the answer came from the disk cache."""

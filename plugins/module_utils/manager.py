@@ -270,6 +270,8 @@ class StackManager:
                 "would be" if dry_run else "was", len(changeset.errors), "would fail" if dry_run else "failed"))
             return set(), False
         remaining, pruned = self.pruner.execute(plan.prune, changeset, dry_run)
+        if not dry_run and any(oid.group_kind in P.KIND_SERVING for oid in pruned):
+            self.discovery.kinds_changed()
         if self.opts.wait and pruned and not dry_run:
             self.pruner.wait_gone(plan.prune, pruned, changeset)
         # what was released is another stack's now: it does not keep this stack's record (state=absent) alive

@@ -57,6 +57,8 @@ STAGES = {
 DEFAULT_STAGE = 2
 NAMESPACE_GK = ("", "Namespace")
 CRD_GK = ("apiextensions.k8s.io", "CustomResourceDefinition")
+#: Kinds whose objects serve other kinds: deleting one changes what discovery says.
+KIND_SERVING = frozenset((CRD_GK, ("apiregistration.k8s.io", "APIService")))
 
 
 def stage_of(group_kind):

@@ -551,6 +551,20 @@ def test_check_mode_after_the_crd_was_deleted_reads_its_custom_resources_as_crea
     assert get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets." + group) is None
 
 
+def test_a_run_that_prunes_a_crd_drops_the_discovery_cache(client, record_ns, ns, tmp_path):
+    # the cache written while the CRD existed lists its kind; the run that deletes the CRD drops it
+    s = uid()
+    group, stack = f"c{s}.example.com", "dc-" + s
+    resources = [crd(group, "Gadget", "gadgets"),
+                 {"apiVersion": group + "/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": ns}}]
+    cache = tmp_path / "discovery"
+    assert sync(client, record_ns, stack, resources, discovery_cache_dir=str(cache)).counts["created"] == 2
+    assert any(group in f.read_text() for f in cache.iterdir())
+    r = sync(client, record_ns, stack, [cm("c", ns)], discovery_cache_dir=str(cache))
+    assert r.counts["pruned"] == 2, r.counts
+    assert not any(group in f.read_text() for f in cache.iterdir() if f.is_file())
+
+
 def test_rbac_limited_credentials(client, kube):
     if not kube.limited_kubeconfig:
         pytest.skip("no limited kubeconfig for this cluster")

@@ -139,3 +139,17 @@ def test_discovery_cache_is_shared_and_refreshed_on_miss(tmp_path):
 def test_index_roundtrip():
     info = ResourceInfo("g", "v1", "K", "ks", True, ("list",))
     assert DiscoveryIndex.from_json(DiscoveryIndex([info]).to_json()).lookup("g", "K") == info
+
+
+def test_kinds_changed_forgets_the_index_and_drops_the_disk_cache(tmp_path):
+    d = CountingDiscovery(FakeClient(None), cache_dir=str(tmp_path))
+    d.current = [CM, WIDGET]
+    assert d.index.lookup("example.com", "Widget") == WIDGET and d.fetches == 1
+    assert list(tmp_path.iterdir())  # written
+    d.current = [CM]  # the run deleted the Widget CRD
+    d.kinds_changed()
+    assert not list(tmp_path.iterdir())
+    assert d.index.lookup("example.com", "Widget") is None and d.fetches == 2 and not d.from_cache
+    # the next run reads what the server serves now, not the kind deleted
+    after = CountingDiscovery(FakeClient(None), cache_dir=str(tmp_path))
+    assert after.index.lookup("example.com", "Widget") is None and after.from_cache
