@@ -16,7 +16,7 @@ options:
       - Directory for a discovery cache shared between runs (like kubectl's C(~/.kube/cache/discovery)), one file
         per API server URL, kept for 10 minutes. It is read again on a miss (a kind not in the cache) and after CRDs
         are applied, and dropped after a failed run and after a run that deleted a CRD or an APIService. Prune
-        decisions never rest on it: they read discovery from the API server.
+        decisions never rest on it; they read discovery from the API server.
       - Set to an empty string to read discovery from the API server on every run.
     type: path
     default: ~/.kube/cache/stacksync
