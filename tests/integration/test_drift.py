@@ -110,6 +110,28 @@ def test_deployment_created_with_kubectl_create_loses_env_and_label_removed_from
     assert not cs.changed and writes == []
 
 
+def test_helm_release_migrated_as_documented_loses_helm_marks_only_with_helm_taken_over(kube, admin, ns):
+    """docs/adoption.md, From Helm: Helm 3 writes as the Update manager ``helm``, not taken over by default."""
+    marks = {"labels": {"app": "foo", "app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "foo-1.0"},
+             "annotations": {"meta.helm.sh/release-name": "foo", "meta.helm.sh/release-namespace": ns}}
+    kubectl(kube, "create", "--field-manager=helm", "-f", "-", stdin=json.dumps(cm("chart", ns, **marks, a="1", b="2")))
+    stack = "helm-" + uuid.uuid4().hex[:6]
+    want = [cm("chart", ns, labels={"app": "foo"}, a="1")]
+    cs = sync(admin, stack, want, ns)
+    assert any("managed by Helm (foo)" in w for w in cs.warnings), cs.warnings
+    live = get_cm(admin, ns, "chart")  # by default Helm's fields stay: what the docs tell users to fix
+    assert live["data"] == {"a": "1", "b": "2"} and live["metadata"]["labels"]["helm.sh/chart"] == "foo-1.0"
+    with_helm = ["kubectl*", "before-first-apply", "OpenAPI-Generator", "helm"]
+    sync(admin, stack, want, ns, takeover_managers=with_helm)
+    live = get_cm(admin, ns, "chart")
+    assert live["data"] == {"a": "1"}
+    assert {k: v for k, v in live["metadata"]["labels"].items() if not k.startswith("stacksync.io/")} == {"app": "foo"}
+    assert not [k for k in live["metadata"].get("annotations") or {} if k.startswith("meta.helm.sh/")]
+    assert [e["manager"] for e in live["metadata"]["managedFields"]] == ["stacksync"]
+    cs, writes = writes_during(admin, lambda: sync(admin, stack, want, ns, takeover_managers=with_helm))
+    assert not cs.changed and writes == [] and not cs.warnings, cs.warnings
+
+
 # -- C. out-of-band additions -------------------------------------------------------------------------------
 def test_out_of_band_label_annotation_and_patch_are_reverted_after_being_shown(kube, admin, ns):
     stack = "oob-" + uuid.uuid4().hex[:6]
