@@ -210,6 +210,78 @@ def takeover_patch(live, field_manager, patterns):
             {"op": "replace", "path": "/metadata/managedFields", "value": [*keep, merged]}]
 
 
+def subtract(a, b):
+    """The ``fieldsV1`` tree of what ``a`` holds and ``b`` does not. A node ``b`` holds (its ``.``, or any
+    field below it) is never whole in the result: only the fields below it that ``b`` lacks are."""
+    out = {}
+    for key, sub in (a or {}).items():
+        if key not in (b or {}):
+            out[key] = sub
+        elif key != "." and isinstance(sub, dict) and sub:
+            rest = subtract(sub, b[key])
+            rest.pop(".", None)
+            if rest:
+                out[key] = rest
+    return out
+
+
+def _matches(item, key):
+    return isinstance(item, dict) and all(item.get(k) == v for k, v in key.items())
+
+
+def strip(obj, fields):
+    """Copy of ``obj`` without the fields of the ``fieldsV1`` tree ``fields`` (a field, map key, list item by
+    its key or set value: removed whole when the tree holds it as a leaf or holds its ``.``)."""
+    if not isinstance(fields, dict) or not fields:
+        return obj
+    if isinstance(obj, dict):
+        out = dict(obj)
+        for key, sub in fields.items():
+            kind, _sep, name = key.partition(":")
+            if kind != "f" or name not in out:
+                continue
+            if not sub or "." in sub:
+                del out[name]
+            else:
+                out[name] = strip(out[name], sub)
+        return out
+    if isinstance(obj, list):
+        out = list(obj)
+        for key, sub in fields.items():
+            kind, _sep, rest = key.partition(":")
+            try:
+                value = json.loads(rest)
+            except ValueError:
+                continue
+            if kind == "v":
+                out = [i for i in out if i != value]
+            elif kind == "k" and isinstance(value, dict):
+                whole = not sub or "." in sub
+                out = [i for i in out if not (whole and _matches(i, value))]
+                out = [strip(i, sub) if _matches(i, value) else i for i in out]
+        return out
+    return obj
+
+
+def taken_only(obj, field_manager, patterns):
+    """``(fieldsV1 tree, [drift entry])``: the fields of ``obj`` that only the managers a sync takes over own --
+    what the takeover and apply of a real run remove (the server then defaults again what it defaults) --
+    and those managers as :func:`drift` reports them. Used by check mode, whose dry-run apply cannot take over."""
+    found = entries(obj)
+    taken = to_take(obj, field_manager, patterns, found)
+    if not taken:
+        return {}, []
+    theirs, kept = {}, {}
+    for e in found:
+        if any(e is t for t in taken):
+            theirs = union(theirs, e.get("fieldsV1") or {})
+        else:
+            kept = union(kept, e.get("fieldsV1") or {})
+    report = [{"manager": e.get("manager"), "operation": e.get("operation"), "fields": paths(e.get("fieldsV1") or {})}
+              for e in taken]
+    return subtract(theirs, kept), report
+
+
 #: labels / annotations other deployment tools put on the objects they own
 FOREIGN_TOOLS = (
     ("labels", "app.kubernetes.io/managed-by", "Helm", "Helm"),

@@ -157,6 +157,49 @@ def test_out_of_band_label_annotation_and_patch_are_reverted_after_being_shown(k
     assert not cs.changed and writes == []
 
 
+def deployment(ns, env, labels, replicas=3):
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": ns, "labels": labels},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "web", "image": "nginx:1.27", "env": env,
+                                                           "ports": [{"containerPort": 80}]}]}}}}
+
+
+def diff_of(cs, kind):
+    """The diff's after of the one object of ``kind``, without what controllers write after the fact."""
+    (entry,) = [d for d in cs.diff if d["after_header"].startswith(kind + " ")]
+    after = json.loads(json.dumps(entry["after"]))
+    after.pop("status", None)
+    after["metadata"].pop("annotations", None)  # the Deployment controller's revision comes later
+    return after
+
+
+def test_check_mode_diff_of_an_adoption_shows_what_the_takeover_removes(kube, admin, ns):
+    """The dry-run apply cannot take over, so check mode's diff showed nothing of what the real run removes."""
+    kubectl(kube, "create", "-f", "-", stdin=json.dumps(cm("app", ns, labels={"app": "web", "team": "x"}, a="1", b="2")))
+    kubectl(kube, "create", "-f", "-", stdin=json.dumps(deployment(ns, [{"name": "A", "value": "1"},
+                                                                         {"name": "B", "value": "2"}],
+                                                                    {"app": "web", "extra": "yes"})))
+    stack = "adoptcheck-" + uuid.uuid4().hex[:6]
+    want = [cm("app", ns, labels={"app": "web"}, a="1"), deployment(ns, [{"name": "A", "value": "1"}], {"app": "web"})]
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/web"
+    version, spec = get_cm(admin, ns, "app")["metadata"]["resourceVersion"], admin.get(path)["spec"]
+    preview = sync(admin, stack, want, ns, check_mode=True, diff=True)
+    # check mode wrote nothing (the Deployment's status is its controller's: its spec is compared)
+    assert get_cm(admin, ns, "app")["metadata"]["resourceVersion"] == version and admin.get(path)["spec"] == spec
+    after = diff_of(preview, "ConfigMap")
+    assert after["data"] == {"a": "1"} and "team" not in after["metadata"]["labels"], after
+    (entry,) = [e for e in preview.applied if e["kind"] == "ConfigMap"]
+    assert ("kubectl-create", "data.b") in {(d["manager"], f) for d in entry["drift"] for f in d["fields"]}, entry
+    cs = sync(admin, stack, want, ns, diff=True)
+    for kind in ("ConfigMap", "Deployment.apps"):  # what check mode showed is what the run did, defaults included
+        assert diff_of(preview, kind) == diff_of(cs, kind), kind
+    env = diff_of(cs, "Deployment.apps")["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "A", "value": "1"}]
+    cs, writes = writes_during(admin, lambda: sync(admin, stack, want, ns))
+    assert not cs.changed and writes == []
+
+
 def test_a_value_edited_by_hand_is_written_back(kube, admin, ns):
     stack = "edit-" + uuid.uuid4().hex[:6]
     want = [cm("settings", ns, a="1")]
