@@ -220,6 +220,36 @@ def test_a_controllers_fields_are_left_alone(admin, ns):
     assert get_cm(admin, ns, "settings")["metadata"]["labels"]["operator.example.com/seen"] == "yes"
 
 
+def test_an_autoscalers_replicas_are_kept_unless_git_sets_them(admin, ns):
+    """docs/adoption.md, Autoscalers: the HPA controller scales through the scale subresource."""
+    stack = "hpa-" + uuid.uuid4().hex[:6]
+    omits = deployment(ns, [], {"app": "web"})
+    del omits["spec"]["replicas"]
+    sets = json.loads(json.dumps(omits).replace('"web"', '"fixed"'))
+    sets["spec"]["replicas"] = 2
+    sync(admin, stack, [omits, sets], ns)
+
+    def scale(name, replicas):
+        admin.request("PATCH", f"/apis/apps/v1/namespaces/{ns}/deployments/{name}/scale",
+                      params={"fieldManager": "kube-controller-manager"}, body={"spec": {"replicas": replicas}},
+                      content_type=MERGE_PATCH)
+
+    def replicas(name):
+        return admin.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{name}")["spec"]["replicas"]
+
+    scale("web", 5)
+    scale("fixed", 5)
+    cs = sync(admin, stack, [omits, sets], ns)
+    assert [(e["name"], e["action"]) for e in cs.applied] == [("web", "unchanged"), ("fixed", "configured")]
+    assert (replicas("web"), replicas("fixed")) == (5, 2)  # git's value written back: they fight
+    scale("fixed", 4)
+    del sets["spec"]["replicas"]  # git hands replicas to the autoscaler after it scaled: its value stays
+    sync(admin, stack, [omits, sets], ns)
+    assert replicas("fixed") == 4
+    cs, writes = writes_during(admin, lambda: sync(admin, stack, [omits, sets], ns))
+    assert not cs.changed and writes == []
+
+
 def test_takeover_managers_option_adds_in_house_tools(admin, ns):
     stack = "tool-" + uuid.uuid4().hex[:6]
     want = [cm("settings", ns, a="1")]
