@@ -120,11 +120,15 @@ class Applier:
         body = strip(obj, fields)
         body["metadata"] = dict(body.get("metadata") or {})
         body["metadata"].pop("managedFields", None)
-        try:
-            return self.client.request("PUT", path, params={"dryRun": "All", "fieldManager": self.opts.field_manager},
-                                       body=body)
-        except ApiError:
-            return obj
+        params = {"dryRun": "All", "fieldManager": self.opts.field_manager}
+        for attempt in range(2):
+            try:
+                return self.client.request("PUT", path, params=params, body=body)
+            except ApiError as e:
+                if not (e.is_conflict and attempt == 0):
+                    return obj
+            body["metadata"].pop("resourceVersion", None)  # a controller wrote meanwhile (its status): unconditional
+        return obj
 
     def _foreign_tool(self, d, obj):
         tool = foreign_tool(obj or {})
