@@ -229,9 +229,9 @@ def test_an_autoscalers_replicas_are_kept_unless_git_sets_them(admin, ns):
     sets["spec"]["replicas"] = 2
     sync(admin, stack, [omits, sets], ns)
 
-    def scale(name, replicas):
+    def scale(name, replicas, manager="kube-controller-manager"):
         admin.request("PATCH", f"/apis/apps/v1/namespaces/{ns}/deployments/{name}/scale",
-                      params={"fieldManager": "kube-controller-manager"}, body={"spec": {"replicas": replicas}},
+                      params={"fieldManager": manager}, body={"spec": {"replicas": replicas}},
                       content_type=MERGE_PATCH)
 
     def replicas(name):
@@ -248,6 +248,9 @@ def test_an_autoscalers_replicas_are_kept_unless_git_sets_them(admin, ns):
     assert replicas("fixed") == 4
     cs, writes = writes_during(admin, lambda: sync(admin, stack, [omits, sets], ns))
     assert not cs.changed and writes == []
+    scale("web", 6, manager="kubectl")  # kubectl scale: kept too while git leaves replicas out
+    cs, writes = writes_during(admin, lambda: sync(admin, stack, [omits, sets], ns))
+    assert not cs.changed and writes == [] and replicas("web") == 6
 
 
 def test_takeover_managers_option_adds_in_house_tools(admin, ns):
