@@ -429,6 +429,22 @@ def test_unknown_kind_and_duplicates_fail_before_any_write(client, record_ns, ns
     assert get(client, cm_path(ns, "a")) is None
 
 
+def test_removed_api_versions_fail_naming_what_the_cluster_serves_and_prune_nothing(client, record_ns, ns):
+    stack = "old-" + uid()
+    sync(client, record_ns, stack, [cm("a", ns), cm("b", ns)])
+    before = writes(client)
+    ingress = {"apiVersion": "extensions/v1beta1", "kind": "Ingress", "metadata": {"name": "web", "namespace": ns},
+               "spec": {"backend": {"serviceName": "web", "servicePort": 80}}}
+    hpa = {"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web", "namespace": ns},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 2}}
+    with pytest.raises(StackError) as err:
+        sync(client, record_ns, stack, [cm("a", ns), ingress, hpa])
+    message = str(err.value)
+    assert "Ingress is served as apiVersion networking.k8s.io/v1" in message, message
+    assert "not served in version v2beta2" in message and "autoscaling/v2" in message, message
+    assert writes(client) == before and get(client, cm_path(ns, "b")) is not None  # nothing written, nothing pruned
+
+
 def test_a_new_commit_of_the_same_manifests_writes_only_the_record(client, record_ns, ns):
     """A sync whose only change is the commit (an empty commit, a commit elsewhere in the repository) takes
     the Lease and saves the record, without observing the stack a second time under the Lease."""
