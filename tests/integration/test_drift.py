@@ -253,6 +253,24 @@ def test_an_autoscalers_replicas_are_kept_unless_git_sets_them(admin, ns):
     assert not cs.changed and writes == [] and replicas("web") == 6
 
 
+def test_a_value_git_sets_inside_a_list_item_is_written_back_whoever_changed_it(admin, ns):
+    """README, Drift: a field git sets that the stack no longer owns is applied again, inside list items too (a
+    container's image changed by a bot, a webhook's caBundle injected over the one git sets)."""
+    stack = "item-" + uuid.uuid4().hex[:6]
+    want = [deployment(ns, [{"name": "A", "value": "1"}], {"app": "web"})]
+    sync(admin, stack, want, ns)
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/web"
+    admin.request("PATCH", path, params={"fieldManager": "image-bot"}, content_type="application/json-patch+json",
+                  body=[{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:9"}])
+    cs = sync(admin, stack, want, ns)
+    (entry,) = cs.applied
+    assert entry["action"] == "configured", entry
+    assert entry["drift"][0]["fields"] == ["spec.template.spec.containers[name=web].image"], entry
+    assert admin.get(path)["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+    cs, writes = writes_during(admin, lambda: sync(admin, stack, want, ns))
+    assert not cs.changed and writes == []
+
+
 def test_takeover_managers_option_adds_in_house_tools(admin, ns):
     stack = "tool-" + uuid.uuid4().hex[:6]
     want = [cm("settings", ns, a="1")]

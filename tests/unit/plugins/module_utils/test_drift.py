@@ -1,6 +1,6 @@
 """Check mode's view of a takeover: what only people's tools own, and the object without it."""
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.drift import compile_patterns, strip, subtract, taken_only
+from ansible_collections.stacksync.k8s.plugins.module_utils.drift import compile_patterns, lost, strip, subtract, taken_only
 
 PATTERNS = compile_patterns(None)
 
@@ -73,3 +73,36 @@ def test_taken_only_leaves_controllers_fields_and_nothing_when_no_people_tool_ow
     assert taken_only(obj, "stacksync", compile_patterns([])) == ({}, [])
     obj["metadata"]["managedFields"] = obj["metadata"]["managedFields"][1:]
     assert taken_only(obj, "stacksync", PATTERNS) == ({}, [])
+
+
+def ours(fields):
+    return {"metadata": {"managedFields": [entry("stacksync", "Apply", fields)]}}
+
+
+WEBHOOK = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+           "metadata": {"name": "hook"},
+           "webhooks": [{"name": "v.example.com", "clientConfig": {"caBundle": "Cg==", "service": {"name": "svc"}},
+                         "rules": [{"operations": ["CREATE"]}]}]}
+
+
+def test_a_field_of_a_list_item_another_manager_took_is_lost():
+    # the stack's entry after cainjector's Update took the caBundle git sets (recorded on a real server)
+    item = {".": {}, "f:name": {}, "f:clientConfig": {"f:service": {"f:name": {}}}, "f:rules": {}}
+    assert lost(WEBHOOK, ours({"f:webhooks": {'k:{"name":"v.example.com"}': item}}), "stacksync") == [
+        "webhooks[name=v.example.com].clientConfig.caBundle"]
+    item["f:clientConfig"]["f:caBundle"] = {}
+    assert lost(WEBHOOK, ours({"f:webhooks": {'k:{"name":"v.example.com"}': item}}), "stacksync") == []
+
+
+def test_a_list_item_is_matched_on_the_key_fields_it_sets_and_never_guessed():
+    ports = {"spec": {"ports": [{"port": 80}], "containers": [{"name": "app", "image": "i", "env": [], "resources": {}}]}}
+    fields = {"f:spec": {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}}},  # protocol defaulted
+                         "f:containers": {'k:{"name":"app"}': {".": {}, "f:name": {}}}}}
+    # the port matches without its defaulted protocol; an empty env / resources records nothing
+    assert lost(ports, ours(fields), "stacksync") == ["spec.containers[name=app].image"]
+    two = {"f:spec": {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {".": {}}, 'k:{"port":80,"protocol":"UDP"}': {".": {}}},
+                      "f:containers": {'k:{"name":"other"}': {".": {}}}}}
+    assert lost({"spec": {"ports": [{"port": 80, "name": "x"}], "containers": [{"name": "app", "image": "i"}]}},
+                ours(two), "stacksync") == []  # several match / none matches: left alone
+    assert lost({"spec": {"ports": [{"port": "80", "name": "x"}]}},
+                ours({"f:spec": {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {".": {}}}}}), "stacksync") == []
