@@ -18,7 +18,7 @@ import time
 from ansible_collections.stacksync.k8s.plugins.module_utils import changeset as C
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import JSON_PATCH, ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import object_diff
-from ansible_collections.stacksync.k8s.plugins.module_utils.drift import foreign_tool, takeover_patch
+from ansible_collections.stacksync.k8s.plugins.module_utils.drift import foreign_tool, strip, taken_only, takeover_patch
 from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, redact_secret_message, ssa_policy
@@ -80,6 +80,8 @@ class Applier:
                 obj = self.client.apply(path, d.manifest, self.opts.field_manager, force=self.opts.force_conflicts)
         except ApiError as e:
             return self._refused(d, live, path, e, dry_run)
+        if dry_run and status != 201 and ssa_policy(d.manifest) != "merge":
+            obj = self.predict_takeover(d, path, obj)
         self._foreign_tool(d, obj)
         return (C.CREATED if live is None and status == 201 else C.CONFIGURED), obj, None
 
@@ -102,6 +104,31 @@ class Applier:
                 if live is None:
                     return False
         return False
+
+    def predict_takeover(self, d, path, obj):
+        """Check mode: the dry-run apply's ``obj`` as the real run leaves it. A dry run cannot chain the takeover
+        and the apply, so the fields that only people's tools own are removed here and the rest is sent as a
+        dry-run update: the server defaults again what it defaults and runs admission, as after the real
+        apply. Adopted objects get the takeover as their drift. ``obj`` itself if the update is refused."""
+        fields, taken = taken_only(obj or {}, self.opts.field_manager, self.opts.takeover)
+        if not taken:
+            return obj
+        if not d.drift:
+            d.drift = taken
+        if not fields:
+            return obj
+        body = strip(obj, fields)
+        body["metadata"] = dict(body.get("metadata") or {})
+        body["metadata"].pop("managedFields", None)
+        params = {"dryRun": "All", "fieldManager": self.opts.field_manager}
+        for attempt in range(2):
+            try:
+                return self.client.request("PUT", path, params=params, body=body)
+            except ApiError as e:
+                if not (e.is_conflict and attempt == 0):
+                    return obj
+            body["metadata"].pop("resourceVersion", None)  # a controller wrote meanwhile (its status): unconditional
+        return obj
 
     def _foreign_tool(self, d, obj):
         tool = foreign_tool(obj or {})

@@ -18,6 +18,8 @@ import json
 
 REDACTED = "<redacted>"
 REDACTED_CHANGED = "<redacted, changed>"
+#: the before side of a changed key: it must differ from the after side, or a rendered diff hides the change
+REDACTED_OLD = "<redacted, old value>"
 #: metadata dropped from diffs: noise that changes on every write.
 DIFF_NOISE = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid", "selfLink")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -85,12 +87,13 @@ def in_sync(desired, live, checksum_annotation):
     return want is not None and want == have and contains(desired, live)
 
 
-def redact_secret(obj, compare_to=None):
+def redact_secret(obj, compare_to=None, changed=REDACTED_CHANGED):
     """Copy of a Secret with every ``data``/``stringData`` value replaced by a marker.
 
-    With ``compare_to`` (the other side of a diff), changed, added and removed keys are marked so a
-    diff still shows *which* keys changed, never their values. The kubectl last-applied annotation
-    (which would hold the data) is redacted too.
+    With ``compare_to`` (the other side of a diff), changed, added and removed keys are marked
+    ``changed`` so a diff still shows *which* keys changed, never their values (:func:`object_diff`
+    marks the two sides differently, so the changed line appears in the rendered diff). The kubectl
+    last-applied annotation (which would hold the data) is redacted too.
     """
     if obj is None:
         return None
@@ -104,7 +107,7 @@ def redact_secret(obj, compare_to=None):
         redacted = {}
         for k, v in values.items():
             if others is not None and (k not in others or others[k] != v):
-                redacted[k] = REDACTED_CHANGED
+                redacted[k] = changed
             else:
                 redacted[k] = REDACTED
         out[field] = redacted
@@ -146,7 +149,7 @@ def object_diff(before, after, secret=False, full=True):
     """
     before, after = clean(before), clean(after)
     if secret:
-        before, after = redact_secret(before, after), redact_secret(after, before)
+        before, after = redact_secret(before, after, REDACTED_OLD), redact_secret(after, before)
     if not full and (before is None) != (after is None):
         return {"prepared": summary(before, after)}
     return {"before": before if before is not None else {}, "after": after if after is not None else {}}

@@ -128,6 +128,19 @@ class DiscoveryIndex:
     def has_kind(self, group, kind):
         return (group, kind) in self._by_gk
 
+    def unknown(self, group, kind, version=None):
+        """Why ``group``/``kind`` (in ``version``) cannot be applied, with the apiVersions the cluster serves
+        it in: a kind's version removed from Kubernetes, or a kind that moved to another group
+        (``extensions/v1beta1`` Ingress)."""
+        gk = kind + ("." + group if group else "")
+        versions = self._by_gk.get((group, kind))
+        if versions:
+            return "%s is not served in version %s by this cluster (it serves apiVersion %s)" % (
+                gk, version, ", ".join(v.api_version for v in versions))
+        elsewhere = sorted(set(v[0].api_version for (g, k), v in self._by_gk.items() if k == kind and g != group))
+        return "kind %s is not known to this cluster (no such API group/kind in discovery%s)" % (
+            gk, "; %s is served as apiVersion %s" % (kind, ", ".join(elsewhere)) if elsewhere else "")
+
     def listable(self):
         """Preferred-version resource for every (group, kind) that can be listed and deleted."""
         out = []
@@ -301,8 +314,5 @@ class Discovery:
     def resolve(self, group, kind, version=None):
         info = self.lookup(group, kind, version)
         if info is None:
-            gk = kind + ("." + group if group else "")
-            if self.index.has_kind(group, kind):
-                raise UnknownKind("%s is not served in version %s by this cluster" % (gk, version))
-            raise UnknownKind("kind %s is not known to this cluster (no such API group/kind in discovery)" % gk)
+            raise UnknownKind(self.index.unknown(group, kind, version))
         return info

@@ -132,10 +132,13 @@ def _wanted(manifest, prefix=()):
 _ABSENT = object()
 
 
-def _unowned(manifest, node, prefix=()):
+def _unowned(manifest, node, prefix=(), in_item=False):
     """The paths of :func:`_wanted` (same order) that the ``fieldsV1`` tree ``node`` does not hold:
     not in it, and not below a field owned as a whole (an atomic map, or an object whose schema
-    preserves unknown fields: the server records no children then). One walk of both trees."""
+    preserves unknown fields: the server records no children then). One walk of both trees. An item of a
+    list of mappings is walked when :func:`_item_node` finds its entry (a ``caBundle`` of a webhook, an
+    ``image`` of a container that another manager took); an empty list or map inside it the server records no
+    field for."""
     out = []
     for key, value in manifest.items():
         if value is None or (not prefix and key in ("apiVersion", "kind", "status")):
@@ -144,12 +147,40 @@ def _unowned(manifest, node, prefix=()):
             continue
         path = (*prefix, key)
         sub = node.get("f:" + key, _ABSENT) if isinstance(node, dict) else _ABSENT
+        if sub is _ABSENT and in_item and (value == [] or value == {}):  # the server records no field for it
+            continue
         if sub is _ABSENT:  # not owned: every field under it is lost
             out.extend(_wanted(value, path) if isinstance(value, dict) and value else [path])
         elif sub and isinstance(value, dict) and value:
-            out.extend(_unowned(value, sub, path))
+            out.extend(_unowned(value, sub, path, in_item))
+        elif sub and isinstance(value, list):
+            for item in value:
+                label, item_node = _item_node(sub, item)
+                if item_node:
+                    out.extend(_unowned(item, item_node, (*prefix, key + label), True))
         # else: a leaf we own, or a field owned as a whole (empty set in the tree)
     return out
+
+
+def _item_node(node, item):
+    """``(label, fieldsV1 node)`` of the one ``k:`` entry of a list's ``node`` that keys ``item`` (a mapping): every
+    key field the item sets has the entry's value, and it sets at least one (a key field the server defaults,
+    like a port's ``protocol``, may be missing). ``(None, None)`` when none or several match: the item is then
+    left alone, never reported (a field inside it someone else took is seen only when it is matched)."""
+    if not isinstance(item, dict):
+        return None, None
+    found = []
+    for k, sub in node.items():
+        if not k.startswith("k:"):
+            continue
+        try:
+            key = json.loads(k[2:])
+        except ValueError:
+            continue
+        if isinstance(key, dict) and any(f in item for f in key) and all(
+                item[f] == v and type(item[f]) is type(v) for f, v in key.items() if f in item):
+            found.append((_segment(k), sub))
+    return found[0] if len(found) == 1 else (None, None)
 
 
 def lost(manifest, live, field_manager, found=None):
@@ -208,6 +239,78 @@ def takeover_patch(live, field_manager, patterns):
     rv = (live.get("metadata") or {}).get("resourceVersion")
     return [{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
             {"op": "replace", "path": "/metadata/managedFields", "value": [*keep, merged]}]
+
+
+def subtract(a, b):
+    """The ``fieldsV1`` tree of what ``a`` holds and ``b`` does not. A node ``b`` holds (its ``.``, or any
+    field below it) is never whole in the result: only the fields below it that ``b`` lacks are."""
+    out = {}
+    for key, sub in (a or {}).items():
+        if key not in (b or {}):
+            out[key] = sub
+        elif key != "." and isinstance(sub, dict) and sub:
+            rest = subtract(sub, b[key])
+            rest.pop(".", None)
+            if rest:
+                out[key] = rest
+    return out
+
+
+def _matches(item, key):
+    return isinstance(item, dict) and all(item.get(k) == v for k, v in key.items())
+
+
+def strip(obj, fields):
+    """Copy of ``obj`` without the fields of the ``fieldsV1`` tree ``fields`` (a field, map key, list item by
+    its key or set value: removed whole when the tree holds it as a leaf or holds its ``.``)."""
+    if not isinstance(fields, dict) or not fields:
+        return obj
+    if isinstance(obj, dict):
+        out = dict(obj)
+        for key, sub in fields.items():
+            kind, _sep, name = key.partition(":")
+            if kind != "f" or name not in out:
+                continue
+            if not sub or "." in sub:
+                del out[name]
+            else:
+                out[name] = strip(out[name], sub)
+        return out
+    if isinstance(obj, list):
+        out = list(obj)
+        for key, sub in fields.items():
+            kind, _sep, rest = key.partition(":")
+            try:
+                value = json.loads(rest)
+            except ValueError:
+                continue
+            if kind == "v":
+                out = [i for i in out if i != value]
+            elif kind == "k" and isinstance(value, dict):
+                whole = not sub or "." in sub
+                out = [i for i in out if not (whole and _matches(i, value))]
+                out = [strip(i, sub) if _matches(i, value) else i for i in out]
+        return out
+    return obj
+
+
+def taken_only(obj, field_manager, patterns):
+    """``(fieldsV1 tree, [drift entry])``: the fields of ``obj`` that only the managers a sync takes over own --
+    what the takeover and apply of a real run remove (the server then defaults again what it defaults) --
+    and those managers as :func:`drift` reports them. Used by check mode, whose dry-run apply cannot take over."""
+    found = entries(obj)
+    taken = to_take(obj, field_manager, patterns, found)
+    if not taken:
+        return {}, []
+    theirs, kept = {}, {}
+    for e in found:
+        if any(e is t for t in taken):
+            theirs = union(theirs, e.get("fieldsV1") or {})
+        else:
+            kept = union(kept, e.get("fieldsV1") or {})
+    report = [{"manager": e.get("manager"), "operation": e.get("operation"), "fields": paths(e.get("fieldsV1") or {})}
+              for e in taken]
+    return subtract(theirs, kept), report
 
 
 #: labels / annotations other deployment tools put on the objects they own

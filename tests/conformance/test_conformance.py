@@ -717,6 +717,33 @@ def test_status_subresource(api, ns):
     assert api.get(f"{DEPLOY.format(ns=ns)}/web")[1]["spec"]["replicas"] == 2
 
 
+def test_scale_subresource_records_an_owner_of_replicas_only_when_replicas_had_one(api, ns):
+    """kube-apiserver's scale handler hands the Scale only the owners of ``spec.replicas``: with none, the update
+    of the Scale records nothing (an HPA or ``kubectl scale`` then owns nothing); with one, the scaler takes it."""
+    owned = deployment("owned", ns)
+    unowned = json.loads(json.dumps(deployment("unowned", ns)))
+    del unowned["spec"]["replicas"]
+    for d in (owned, unowned):
+        assert api.apply(f"{DEPLOY.format(ns=ns)}/{d['metadata']['name']}", d)[0] == 201
+
+    def scale(name, replicas):
+        status, body, _ = api.request("PATCH", f"{DEPLOY.format(ns=ns)}/{name}/scale", {"spec": {"replicas": replicas}},
+                                      "application/merge-patch+json", fieldManager="scaler")
+        assert status == 200 and body["spec"]["replicas"] == replicas, body
+        return api.get(f"{DEPLOY.format(ns=ns)}/{name}")[1]
+
+    def owners(obj):
+        return sorted((e["manager"], e["operation"], e.get("subresource", "")) for e in obj["metadata"]["managedFields"]
+                      if "f:replicas" in (e.get("fieldsV1") or {}).get("f:spec", {}))
+
+    live = scale("unowned", 3)
+    assert live["spec"]["replicas"] == 3 and owners(live) == []
+    assert "scaler" not in [e["manager"] for e in live["metadata"]["managedFields"]]
+    live = scale("owned", 3)
+    assert live["spec"]["replicas"] == 3 and owners(live) == [("scaler", "Update", "scale")]
+    assert "f:replicas" not in entry(live, "stacksync", "Apply")["fieldsV1"]["f:spec"]
+
+
 def test_service_defaults(api, ns):
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": ns},
            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}

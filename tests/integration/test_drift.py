@@ -110,6 +110,28 @@ def test_deployment_created_with_kubectl_create_loses_env_and_label_removed_from
     assert not cs.changed and writes == []
 
 
+def test_helm_release_migrated_as_documented_loses_helm_marks_only_with_helm_taken_over(kube, admin, ns):
+    """docs/adoption.md, From Helm: Helm 3 writes as the Update manager ``helm``, not taken over by default."""
+    marks = {"labels": {"app": "foo", "app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "foo-1.0"},
+             "annotations": {"meta.helm.sh/release-name": "foo", "meta.helm.sh/release-namespace": ns}}
+    kubectl(kube, "create", "--field-manager=helm", "-f", "-", stdin=json.dumps(cm("chart", ns, **marks, a="1", b="2")))
+    stack = "helm-" + uuid.uuid4().hex[:6]
+    want = [cm("chart", ns, labels={"app": "foo"}, a="1")]
+    cs = sync(admin, stack, want, ns)
+    assert any("managed by Helm (foo)" in w for w in cs.warnings), cs.warnings
+    live = get_cm(admin, ns, "chart")  # by default Helm's fields stay: what the docs tell users to fix
+    assert live["data"] == {"a": "1", "b": "2"} and live["metadata"]["labels"]["helm.sh/chart"] == "foo-1.0"
+    with_helm = ["kubectl*", "before-first-apply", "OpenAPI-Generator", "helm"]
+    sync(admin, stack, want, ns, takeover_managers=with_helm)
+    live = get_cm(admin, ns, "chart")
+    assert live["data"] == {"a": "1"}
+    assert {k: v for k, v in live["metadata"]["labels"].items() if not k.startswith("stacksync.io/")} == {"app": "foo"}
+    assert not [k for k in live["metadata"].get("annotations") or {} if k.startswith("meta.helm.sh/")]
+    assert [e["manager"] for e in live["metadata"]["managedFields"]] == ["stacksync"]
+    cs, writes = writes_during(admin, lambda: sync(admin, stack, want, ns, takeover_managers=with_helm))
+    assert not cs.changed and writes == [] and not cs.warnings, cs.warnings
+
+
 # -- C. out-of-band additions -------------------------------------------------------------------------------
 def test_out_of_band_label_annotation_and_patch_are_reverted_after_being_shown(kube, admin, ns):
     stack = "oob-" + uuid.uuid4().hex[:6]
@@ -135,6 +157,49 @@ def test_out_of_band_label_annotation_and_patch_are_reverted_after_being_shown(k
     assert not cs.changed and writes == []
 
 
+def deployment(ns, env, labels, replicas=3):
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": ns, "labels": labels},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "web", "image": "nginx:1.27", "env": env,
+                                                           "ports": [{"containerPort": 80}]}]}}}}
+
+
+def diff_of(cs, kind):
+    """The diff's after of the one object of ``kind``, without what controllers write after the fact."""
+    (entry,) = [d for d in cs.diff if d["after_header"].startswith(kind + " ")]
+    after = json.loads(json.dumps(entry["after"]))
+    after.pop("status", None)
+    after["metadata"].pop("annotations", None)  # the Deployment controller's revision comes later
+    return after
+
+
+def test_check_mode_diff_of_an_adoption_shows_what_the_takeover_removes(kube, admin, ns):
+    """The dry-run apply cannot take over, so check mode's diff showed nothing of what the real run removes."""
+    kubectl(kube, "create", "-f", "-", stdin=json.dumps(cm("app", ns, labels={"app": "web", "team": "x"}, a="1", b="2")))
+    kubectl(kube, "create", "-f", "-", stdin=json.dumps(deployment(ns, [{"name": "A", "value": "1"},
+                                                                         {"name": "B", "value": "2"}],
+                                                                    {"app": "web", "extra": "yes"})))
+    stack = "adoptcheck-" + uuid.uuid4().hex[:6]
+    want = [cm("app", ns, labels={"app": "web"}, a="1"), deployment(ns, [{"name": "A", "value": "1"}], {"app": "web"})]
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/web"
+    version, spec = get_cm(admin, ns, "app")["metadata"]["resourceVersion"], admin.get(path)["spec"]
+    preview = sync(admin, stack, want, ns, check_mode=True, diff=True)
+    # check mode wrote nothing (the Deployment's status is its controller's: its spec is compared)
+    assert get_cm(admin, ns, "app")["metadata"]["resourceVersion"] == version and admin.get(path)["spec"] == spec
+    after = diff_of(preview, "ConfigMap")
+    assert after["data"] == {"a": "1"} and "team" not in after["metadata"]["labels"], after
+    (entry,) = [e for e in preview.applied if e["kind"] == "ConfigMap"]
+    assert ("kubectl-create", "data.b") in {(d["manager"], f) for d in entry["drift"] for f in d["fields"]}, entry
+    cs = sync(admin, stack, want, ns, diff=True)
+    for kind in ("ConfigMap", "Deployment.apps"):  # what check mode showed is what the run did, defaults included
+        assert diff_of(preview, kind) == diff_of(cs, kind), kind
+    env = diff_of(cs, "Deployment.apps")["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "A", "value": "1"}]
+    cs, writes = writes_during(admin, lambda: sync(admin, stack, want, ns))
+    assert not cs.changed and writes == []
+
+
 def test_a_value_edited_by_hand_is_written_back(kube, admin, ns):
     stack = "edit-" + uuid.uuid4().hex[:6]
     want = [cm("settings", ns, a="1")]
@@ -153,6 +218,57 @@ def test_a_controllers_fields_are_left_alone(admin, ns):
     cs, writes = writes_during(admin, lambda: sync(admin, stack, want, ns))
     assert not cs.changed and writes == []
     assert get_cm(admin, ns, "settings")["metadata"]["labels"]["operator.example.com/seen"] == "yes"
+
+
+def test_an_autoscalers_replicas_are_kept_unless_git_sets_them(admin, ns):
+    """docs/adoption.md, Autoscalers: the HPA controller scales through the scale subresource."""
+    stack = "hpa-" + uuid.uuid4().hex[:6]
+    omits = deployment(ns, [], {"app": "web"})
+    del omits["spec"]["replicas"]
+    sets = json.loads(json.dumps(omits).replace('"web"', '"fixed"'))
+    sets["spec"]["replicas"] = 2
+    sync(admin, stack, [omits, sets], ns)
+
+    def scale(name, replicas, manager="kube-controller-manager"):
+        admin.request("PATCH", f"/apis/apps/v1/namespaces/{ns}/deployments/{name}/scale",
+                      params={"fieldManager": manager}, body={"spec": {"replicas": replicas}},
+                      content_type=MERGE_PATCH)
+
+    def replicas(name):
+        return admin.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{name}")["spec"]["replicas"]
+
+    scale("web", 5)
+    scale("fixed", 5)
+    cs = sync(admin, stack, [omits, sets], ns)
+    assert [(e["name"], e["action"]) for e in cs.applied] == [("web", "unchanged"), ("fixed", "configured")]
+    assert (replicas("web"), replicas("fixed")) == (5, 2)  # git's value written back: they fight
+    scale("fixed", 4)
+    del sets["spec"]["replicas"]  # git hands replicas to the autoscaler after it scaled: its value stays
+    sync(admin, stack, [omits, sets], ns)
+    assert replicas("fixed") == 4
+    cs, writes = writes_during(admin, lambda: sync(admin, stack, [omits, sets], ns))
+    assert not cs.changed and writes == []
+    scale("web", 6, manager="kubectl")  # kubectl scale: kept too while git leaves replicas out
+    cs, writes = writes_during(admin, lambda: sync(admin, stack, [omits, sets], ns))
+    assert not cs.changed and writes == [] and replicas("web") == 6
+
+
+def test_a_value_git_sets_inside_a_list_item_is_written_back_whoever_changed_it(admin, ns):
+    """README, Drift: a field git sets that the stack no longer owns is applied again, inside list items too (a
+    container's image changed by a bot, a webhook's caBundle injected over the one git sets)."""
+    stack = "item-" + uuid.uuid4().hex[:6]
+    want = [deployment(ns, [{"name": "A", "value": "1"}], {"app": "web"})]
+    sync(admin, stack, want, ns)
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/web"
+    admin.request("PATCH", path, params={"fieldManager": "image-bot"}, content_type="application/json-patch+json",
+                  body=[{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:9"}])
+    cs = sync(admin, stack, want, ns)
+    (entry,) = cs.applied
+    assert entry["action"] == "configured", entry
+    assert entry["drift"][0]["fields"] == ["spec.template.spec.containers[name=web].image"], entry
+    assert admin.get(path)["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+    cs, writes = writes_during(admin, lambda: sync(admin, stack, want, ns))
+    assert not cs.changed and writes == []
 
 
 def test_takeover_managers_option_adds_in_house_tools(admin, ns):

@@ -429,6 +429,22 @@ def test_unknown_kind_and_duplicates_fail_before_any_write(client, record_ns, ns
     assert get(client, cm_path(ns, "a")) is None
 
 
+def test_removed_api_versions_fail_naming_what_the_cluster_serves_and_prune_nothing(client, record_ns, ns):
+    stack = "old-" + uid()
+    sync(client, record_ns, stack, [cm("a", ns), cm("b", ns)])
+    before = writes(client)
+    ingress = {"apiVersion": "extensions/v1beta1", "kind": "Ingress", "metadata": {"name": "web", "namespace": ns},
+               "spec": {"backend": {"serviceName": "web", "servicePort": 80}}}
+    hpa = {"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web", "namespace": ns},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 2}}
+    with pytest.raises(StackError) as err:
+        sync(client, record_ns, stack, [cm("a", ns), ingress, hpa])
+    message = str(err.value)
+    assert "Ingress is served as apiVersion networking.k8s.io/v1" in message, message
+    assert "not served in version v2beta2" in message and "autoscaling/v2" in message, message
+    assert writes(client) == before and get(client, cm_path(ns, "b")) is not None  # nothing written, nothing pruned
+
+
 def test_a_new_commit_of_the_same_manifests_writes_only_the_record(client, record_ns, ns):
     """A sync whose only change is the commit (an empty commit, a commit elsewhere in the repository) takes
     the Lease and saves the record, without observing the stack a second time under the Lease."""
@@ -659,3 +675,39 @@ def test_wait_with_user_conditions(client, record_ns, ns):
     never = [{"kind": "ConfigMap", "expression": "data.k == 'never'"}]
     with pytest.raises(StackError, match="timed out"):
         sync(client, record_ns, stack, [cm("a", ns, k="w")], wait=True, wait_timeout=1, wait_conditions=never)
+
+
+def test_a_new_api_version_in_git_updates_the_same_object(client, record_ns, ns, tmp_path):
+    # an HPA from autoscaling/v1 to v2, a CRD gaining v2 (v1 still served and stored) and its CR moving to v2 in the
+    # same commit: updated in place (same uid), nothing pruned, then a no-op; with a discovery cache written before
+    s = uid()
+    group, stack, cache = f"v{s}.example.com", "ver-" + s, str(tmp_path / "discovery")
+    v1_crd = crd(group, "Gadget", "gadgets")
+    v2_crd = json.loads(json.dumps(v1_crd))
+    v2_crd["spec"]["versions"].append(dict(v2_crd["spec"]["versions"][0], name="v2", storage=False))
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+    hpa_v1 = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h", "namespace": ns},
+              "spec": {"scaleTargetRef": target, "maxReplicas": 3, "targetCPUUtilizationPercentage": 50}}
+    hpa_v2 = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h", "namespace": ns},
+              "spec": {"scaleTargetRef": target, "maxReplicas": 3, "metrics": [{"type": "Resource", "resource": {
+                  "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}]}}
+
+    def gadget(version, size):
+        return {"apiVersion": f"{group}/{version}", "kind": "Gadget", "metadata": {"name": "g", "namespace": ns},
+                "spec": {"size": size}}
+
+    paths = [f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/h", f"/apis/{group}/v1/namespaces/{ns}/gadgets/g"]
+    try:
+        r = sync(client, record_ns, stack, [hpa_v1, v1_crd, gadget("v1", 1)], discovery_cache_dir=cache)
+        assert r.counts["created"] == 3, r.result()
+        uids = [get(client, p)["metadata"]["uid"] for p in paths]
+        moved = [hpa_v2, v2_crd, gadget("v2", 2)]
+        r = sync(client, record_ns, stack, moved, discovery_cache_dir=cache)
+        assert not r.errors and not r.pruned and r.counts["configured"] == 3, r.result()
+        assert [get(client, p)["metadata"]["uid"] for p in paths] == uids
+        assert get(client, paths[1])["spec"]["size"] == 2
+        assert get(client, paths[0])["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 60
+        r = sync(client, record_ns, stack, moved, discovery_cache_dir=cache)
+        assert not r.changed and r.counts["unchanged"] == 3, r.result()
+    finally:
+        StackManager(client, stack, record_namespace=record_ns).delete_all()

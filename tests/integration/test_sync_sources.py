@@ -281,3 +281,60 @@ def test_a_single_source_shows_each_change_once_with_diff(env, kube):
     changed = [line for line in run.stdout.splitlines() if "green" in line]
     assert len(changed) == 1 and changed[0].startswith("+"), run.stdout
     assert run.stdout.count(f"--- before: ConfigMap {ns}/a") == 1, run.stdout
+
+
+def test_a_renamed_stack_takes_its_objects_over_and_the_old_name_absent_deletes_nothing(env, kube):
+    # docs/adoption.md: rename the stack, give the old name state absent in the same run; later removals prune
+    tmp_path, suffix, client, inventory, cleanup = env
+    ns = f"rename-{suffix}"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("ns.yaml", namespace(ns))
+    repo.write("a.yaml", configmap("a", ns, {"k": "a"}))
+    repo.write("b.yaml", configmap("b", ns, {"k": "b"}))
+    repo.commit("first")
+    cleanup.append(f"/api/v1/namespaces/{ns}")
+    old, new = f"old-{suffix}", f"new-{suffix}"
+
+    def live():
+        items = client.get(f"/api/v1/namespaces/{ns}/configmaps")["items"]
+        return {i["metadata"]["name"]: (i["metadata"]["uid"], (i["metadata"].get("labels") or {}).get("stacksync.io/stack"))
+                for i in items if i["metadata"]["name"] in ("a", "b")}
+
+    assert sync(tmp_path, inventory, [{"repo": repo.url, "stack": old}]).rc == 0
+    before = live()
+    run = sync(tmp_path, inventory, [{"repo": repo.url, "stack": new}, {"repo": repo.url, "stack": old, "state": "absent"}])
+    assert run.rc == 0, run.tail()
+    assert live() == {name: (uid, new) for name, (uid, _stack) in before.items()}  # the same objects, now the new stack's
+    repo.remove("b.yaml")
+    repo.commit("drop b")
+    run = sync(tmp_path, inventory, [{"repo": repo.url, "stack": new}])
+    assert run.rc == 0, run.tail()
+    assert set(live()) == {"a"}, run.stdout  # pruned, not released to the old name
+
+
+@pytest.mark.xfail(strict=True, reason="check mode: the dry-run apply of the stack an object moves to does not "
+                   "relabel it, so the prune phase of the stack it left lists it as pruned (the real run moves it); "
+                   "needs the sources action to tell each prune phase what the run's other stacks declare")
+def test_check_mode_of_an_object_moving_between_sources_shows_no_prune(env, kube):
+    tmp_path, suffix, client, inventory, cleanup = env
+    ns = f"move-{suffix}"
+    a, b = GitRepo(tmp_path / "a"), GitRepo(tmp_path / "b")
+    a.write("ns.yaml", namespace(ns))
+    a.write("moving.yaml", configmap("moving", ns, {"k": "1"}))
+    a.commit("a")
+    b.write("other.yaml", configmap("other", ns, {"k": "1"}))
+    b.commit("b")
+    cleanup.append(f"/api/v1/namespaces/{ns}")
+    sources = [{"repo": a.url, "stack": f"a-{suffix}"}, {"repo": b.url, "stack": f"b-{suffix}", "depends_on": [f"a-{suffix}"]}]
+    assert sync(tmp_path, inventory, sources).rc == 0
+    a.remove("moving.yaml")
+    a.commit("move")
+    b.write("moving.yaml", configmap("moving", ns, {"k": "1"}))
+    b.commit("move")
+    uid = client.get(f"/api/v1/namespaces/{ns}/configmaps/moving")["metadata"]["uid"]
+    check = sync(tmp_path, inventory, sources, "--check", "--diff")
+    assert check.rc == 0, check.tail()
+    assert "pruned ConfigMap" not in check.stdout and "(deleted," not in check.stdout, check.stdout
+    run = sync(tmp_path, inventory, sources)  # the real run moves it: nothing pruned
+    assert run.rc == 0 and "pruned ConfigMap" not in run.stdout, run.tail()
+    assert client.get(f"/api/v1/namespaces/{ns}/configmaps/moving")["metadata"]["uid"] == uid

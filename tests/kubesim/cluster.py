@@ -475,6 +475,11 @@ class Cluster:
             if given is not None and given != base:
                 base, decoded = given, None
             entries = _decode_entries(base, decoded)
+            if subresource == "scale" and not any(REPLICAS_PATH in e["set"] for e in entries.values()):
+                # kube-apiserver's scale handler gives the Scale only the owners of replicas: with none, the Scale
+                # is an untracked object and its update records nothing (a kubectl scale or an HPA then owns nothing)
+                _encode_entries(obj, entries)
+                return
             ctx = self._ctx(rt)
             changed, removed = fields.compare(_skeleton(rt, old), _skeleton(rt, obj), ctx)
             drop_status = "status" in rt.subresources and subresource != "status"
@@ -777,6 +782,10 @@ def _spec_changed(old, new):
     def body(o):
         return {k: v for k, v in o.items() if k not in ("metadata", "status")}
     return body(old) != body(new) or old["metadata"].get("deletionTimestamp") != new["metadata"].get("deletionTimestamp")
+
+
+#: the field a ``scale`` subresource writes, as a managedFields path
+REPLICAS_PATH = ("f:spec", "f:replicas")
 
 
 def _decode_entries(managed, decoded=None):

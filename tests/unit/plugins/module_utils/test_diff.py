@@ -48,3 +48,16 @@ def test_secret_redaction_marks_changed_keys_only():
         assert value not in text
     assert d["after"]["data"] == {"a": "<redacted>", "b": "<redacted, changed>", "c": "<redacted, changed>"}
     assert redact_secret(None) is None
+
+
+def test_secret_diff_shows_a_changed_key_on_both_sides_with_different_markers():
+    """Ansible prints only the lines that differ: a changed key marked the same on both sides was invisible."""
+    before = {"kind": "Secret", "data": {"same": "QQ==", "changed": "Qg==", "removed": "Rg=="}}
+    after = {"kind": "Secret", "data": {"same": "QQ==", "changed": "Qw==", "added": "RA=="}}
+    d = object_diff(before, after, secret=True)
+    assert d["before"]["data"]["same"] == d["after"]["data"]["same"] == "<redacted>"
+    assert d["before"]["data"]["changed"] != d["after"]["data"]["changed"]
+    assert d["before"]["data"] == {"same": "<redacted>", "changed": "<redacted, old value>", "removed": "<redacted, old value>"}
+    assert d["after"]["data"] == {"same": "<redacted>", "changed": "<redacted, changed>", "added": "<redacted, changed>"}
+    for value in ("QQ==", "Qg==", "Qw==", "RA==", "Rg=="):
+        assert value not in json.dumps(d)

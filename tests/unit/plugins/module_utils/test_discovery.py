@@ -153,3 +153,18 @@ def test_kinds_changed_forgets_the_index_and_drops_the_disk_cache(tmp_path):
     # the next run reads what the server serves now, not the kind deleted
     after = CountingDiscovery(FakeClient(None), cache_dir=str(tmp_path))
     assert after.index.lookup("example.com", "Widget") is None and after.from_cache
+
+
+def test_an_unknown_kind_or_version_names_the_apiversions_the_cluster_serves():
+    hpa = [ResourceInfo("autoscaling", v, "HorizontalPodAutoscaler", "horizontalpodautoscalers", True, ("list",))
+           for v in ("v2", "v1")]
+    ingress = ResourceInfo("networking.k8s.io", "v1", "Ingress", "ingresses", True, ("list",))
+    index = DiscoveryIndex([*hpa, ingress, CM])
+    assert index.unknown("autoscaling", "HorizontalPodAutoscaler", "v2beta2") == (
+        "HorizontalPodAutoscaler.autoscaling is not served in version v2beta2 by this cluster "
+        "(it serves apiVersion autoscaling/v2, autoscaling/v1)")
+    assert index.unknown("extensions", "Ingress", "v1beta1") == (
+        "kind Ingress.extensions is not known to this cluster (no such API group/kind in discovery; "
+        "Ingress is served as apiVersion networking.k8s.io/v1)")
+    assert index.unknown("example.com", "Widget", "v1") == (
+        "kind Widget.example.com is not known to this cluster (no such API group/kind in discovery)")
