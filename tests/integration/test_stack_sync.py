@@ -553,15 +553,23 @@ def test_check_mode_first_sync_with_new_namespace_and_crd(client, record_ns):
     assert get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets." + group) is None
 
 
+def crd_and_gadget(group, ns):
+    return [crd(group, "Gadget", "gadgets"),
+            {"apiVersion": group + "/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": ns}}]
+
+
 def test_check_mode_after_the_crd_was_deleted_reads_its_custom_resources_as_created(client, record_ns, ns, tmp_path):
-    # the stack's deletion took its CRD with it; the discovery cache written before still lists the kind
+    # someone else deleted the CRD; the discovery cache written before still lists the kind
     s = uid()
     group, stack = f"c{s}.example.com", "chk2-" + s
-    resources = [crd(group, "Gadget", "gadgets"),
-                 {"apiVersion": group + "/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": ns}}]
+    resources = crd_and_gadget(group, ns)
     cache = str(tmp_path / "discovery")
     assert sync(client, record_ns, stack, resources, discovery_cache_dir=cache).counts["created"] == 2
-    StackManager(client, stack, record_namespace=record_ns, discovery_cache_dir=cache).delete_all()
+    crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets." + group
+    client.delete(crd_path)
+    deadline = time.time() + 60
+    while get(client, crd_path) is not None and time.time() < deadline:
+        time.sleep(0.2)
     r = sync(client, record_ns, stack, resources, check_mode=True, discovery_cache_dir=cache)
     assert r.counts["created"] == 2 and not r.errors, r.errors
     assert get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets." + group) is None
@@ -571,8 +579,7 @@ def test_a_run_that_prunes_a_crd_drops_the_discovery_cache(client, record_ns, ns
     # the cache written while the CRD existed lists its kind; the run that deletes the CRD drops it
     s = uid()
     group, stack = f"c{s}.example.com", "dc-" + s
-    resources = [crd(group, "Gadget", "gadgets"),
-                 {"apiVersion": group + "/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": ns}}]
+    resources = crd_and_gadget(group, ns)
     cache = tmp_path / "discovery"
     assert sync(client, record_ns, stack, resources, discovery_cache_dir=str(cache)).counts["created"] == 2
     assert any(group in f.read_text() for f in cache.iterdir())
