@@ -203,9 +203,7 @@ def drift(manifest, live, field_manager, patterns, take_over=True):
     found = []
     live_entries = entries(live)
     if take_over:
-        for e in to_take(live, field_manager, patterns, live_entries):
-            found.append({"manager": e.get("manager"), "operation": e.get("operation"),
-                          "fields": paths(e.get("fieldsV1") or {})})
+        found.extend(_taken_report(e) for e in to_take(live, field_manager, patterns, live_entries))
     missing = lost(manifest, live, field_manager, live_entries)
     if missing is None:
         found.append({"manager": field_manager, "operation": "Apply", "fields": [], "reason": "not applied by us yet"})
@@ -286,9 +284,9 @@ def strip(obj, fields):
                 continue
             if kind == "v":
                 out = [i for i in out if i != value]
+            elif kind == "k" and isinstance(value, dict) and (not sub or "." in sub):  # the item whole
+                out = [i for i in out if not _matches(i, value)]
             elif kind == "k" and isinstance(value, dict):
-                whole = not sub or "." in sub
-                out = [i for i in out if not (whole and _matches(i, value))]
                 out = [strip(i, sub) if _matches(i, value) else i for i in out]
         return out
     return obj
@@ -308,9 +306,13 @@ def taken_only(obj, field_manager, patterns):
             theirs = union(theirs, e.get("fieldsV1") or {})
         else:
             kept = union(kept, e.get("fieldsV1") or {})
-    report = [{"manager": e.get("manager"), "operation": e.get("operation"), "fields": paths(e.get("fieldsV1") or {})}
-              for e in taken]
-    return subtract(theirs, kept), report
+    return subtract(theirs, kept), [_taken_report(e) for e in taken]
+
+
+def _taken_report(entry):
+    """A managedFields entry a sync takes over, as :func:`drift` reports it."""
+    return {"manager": entry.get("manager"), "operation": entry.get("operation"),
+            "fields": paths(entry.get("fieldsV1") or {})}
 
 
 #: labels / annotations other deployment tools put on the objects they own

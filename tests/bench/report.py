@@ -120,7 +120,11 @@ def markdown(results):
              "| load |",
              "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     order = {s: i for i, s in enumerate(results["scenarios"])}
-    for r in sorted(results["records"], key=lambda r: (order[r["scenario"]], results["tools"].index(r["tool"]))):
+
+    def in_order(records):  # scenario by scenario, the tools in the order asked for
+        return sorted(records, key=lambda r: (order[r["scenario"]], results["tools"].index(r["tool"])))
+
+    for r in in_order(results["records"]):
         est = "~" if r["estimated"] else ""
         seconds = f"{est}{r['seconds']:.2f}" if r["ok"] else "failed"
         ratio = "" if r["ratio"] is None else f"{est}{r['ratio']:.1f}"
@@ -132,7 +136,7 @@ def markdown(results):
         lines += ["", "Control plane CPU (etcd + kube-apiserver + kube-controller-manager) in each run's window, on the same "
                   "cores as the tool:", "", "| scenario | tool | wall s | tool CPU s | control plane CPU s | both, per wall s |",
                   "|---|---|---:|---:|---:|---:|"]
-        for r in sorted(server, key=lambda r: (order[r["scenario"]], results["tools"].index(r["tool"]))):
+        for r in in_order(server):
             busy = (r["cpu_seconds"] + r["server_cpu_seconds"]) / r["seconds"] if r["seconds"] else 0
             lines.append(f"| {r['scenario']} | {r['tool']} | {r['seconds']:.2f} | {r['cpu_seconds']:.1f} | "
                          f"{r['server_cpu_seconds']:.1f} | {busy:.2f} |")
@@ -140,7 +144,7 @@ def markdown(results):
     if fleet:
         lines += ["", "| scenario | tool | clusters x objects | wall s | wall s per cluster | CPU s | CPU s per cluster "
                   "| API requests | peak RSS tree MB | load |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in sorted(fleet, key=lambda r: (order[r["scenario"]], results["tools"].index(r["tool"]))):
+        for r in in_order(fleet):
             k = r["clusters"]
             seconds = f"{r['seconds']:.2f} | {r['seconds'] / k:.2f}" if r["ok"] else "failed | "
             lines.append(f"| {r['scenario']} | {r['tool']} | {k} x {r['objects']} | {seconds} | {r['cpu_seconds']:.1f} "
