@@ -1,7 +1,7 @@
 # stacksync.k8s — developer entry points.
 #
 #   make test     full suite: build + install the collection, ansible-test sanity, ansible-lint, ruff,
-#                 Galaxy import + docs + changelog lint, ansible-test integration, unit + integration
+#                 Galaxy import + docs lint + changelog lint, the docs site (make docs), ansible-test integration, unit + integration
 #                 tests (ansible-core 2.19 / Python 3.11), and layers on ansible-core 2.16 and 2.21
 #   make test-matrix  sanity + stack module / sync role integration on ansible-core 2.16 ... 2.21
 #   make docs     the collection's HTML docs site (antsibull-docs) in build/docs/build/html
@@ -38,6 +38,7 @@ help:
 	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
 
 $(VENV)/.installed: tests/requirements.txt requirements.txt
+	@echo "==> Installing the development toolchain (tests/requirements.txt) into $(VENV): a few minutes the first time"
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -r tests/requirements.txt
@@ -153,7 +154,7 @@ integration: venv
 	cd $(STAGE) && PATH=$(VBIN):$$PATH $(VBIN)/ansible-test integration --local --python $(ANSIBLE_TEST_PYTHON) --color no $(TARGETS)
 
 # Order matters: the last thing printed is the test runner's summary line.
-test: install sanity lint ruff publish-check integration test-cores pytest
+test: install sanity lint ruff publish-check docs integration test-cores pytest
 
 test-real: install
 	@bash tests/tools/test_real.sh "$(COLLECTIONS)"
