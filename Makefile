@@ -10,6 +10,7 @@
 #   make test-real  conformance + integration suites against a real kube-apiserver
 #                 (started with ../shared/kube/up where that exists, or STACKSYNC_TEST_KUBECONFIG)
 #   make bench    benchmark against kubernetes.core and kubectl (N=1000 by default)
+#   make coverage line coverage of module_utils and plugin_utils by the unit tests alone, per module
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -32,10 +33,10 @@ N ?= 1000
 export ANSIBLE_NOCOLOR := 1
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH := false
 
-.PHONY: help venv build install sanity lint ruff unit pytest test test-cores test-matrix demo test-real bench clean publish-check docs changelog integration
+.PHONY: help venv build install sanity lint ruff unit pytest test test-cores test-matrix demo test-real bench clean publish-check docs changelog integration coverage
 
 help:
-	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
 
 $(VENV)/.installed: tests/requirements.txt requirements.txt
 	@echo "==> Installing the development toolchain (tests/requirements.txt) into $(VENV): a few minutes the first time"
@@ -190,6 +191,14 @@ BENCH_ARGS ?=
 bench: install
 	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m tests.tools.render_bench
 	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m tests.bench --objects $(N) --ansible-venv $(CURDIR)/$(VENV) $(BENCH_ARGS)
+
+# Line coverage of the engine and the controller-side helpers by the unit tests alone (tests/unit), one line
+# per module: each module of plugins/module_utils and plugins/plugin_utils is meant to be tested by its
+# own unit test file (tests/unit/plugins/<dir>/test_<module>.py), not only by the integration suites.
+COVERAGE_SOURCES := ansible_collections.stacksync.k8s.plugins.module_utils,ansible_collections.stacksync.k8s.plugins.plugin_utils
+coverage: venv
+	$(VPY) -m coverage run --data-file=build/.coverage --source=$(COVERAGE_SOURCES) -m pytest -q -p no:cacheprovider tests/unit
+	$(VPY) -m coverage report --data-file=build/.coverage --sort=cover
 
 clean:
 	rm -rf build $(TEST_ROOT) .pytest_cache .ruff_cache
