@@ -5,7 +5,7 @@
 
 Modelled on fluxcd/pkg ``ssa``'s ChangeSet: every step returns entries with the object's identity, an
 action (one of the constants below), the phase it belongs to, and for objects left alone a reason
-code (:mod:`.reasons`) and message. :meth:`ChangeSet.result` turns them into the module's documented
+code (a reason code constant of :mod:`.plan`, such as ``plan.NOT_OWNED``) and message. :meth:`ChangeSet.result` turns them into the module's documented
 return values; the role's summary reads those fields, never message text.
 """
 
@@ -37,7 +37,7 @@ def object_ref(oid, api_version, **extra):
 
 
 class Entry(namedtuple("Entry", ["oid", "api_version", "action", "phase", "code", "reason", "extra"])):
-    """One object's outcome. ``code`` is a :mod:`.reasons` constant for skipped / kept objects."""
+    """One object's outcome. ``code`` is a reason code of :mod:`.plan` for skipped / kept objects."""
 
     __slots__ = ()
 

@@ -167,9 +167,3 @@ def missing_requirement(flags):
                     str(error))
     return None
 
-
-def check_requirements(module, flags):
-    """Fail with missing_required_lib for the first missing package (flags: {name: (ok, error)})."""
-    problem = missing_requirement(flags)
-    if problem:
-        module.fail_json(msg=problem[0], exception=problem[1])
