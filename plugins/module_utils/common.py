@@ -166,4 +166,3 @@ def missing_requirement(flags):
             return ("%s Install %s in the Python at %s." % (missing_required_lib(requirement), requirement, sys.executable),
                     str(error))
     return None
-
