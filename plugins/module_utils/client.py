@@ -30,6 +30,7 @@ import threading
 import time
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url
+from ansible_collections.stacksync.k8s.plugins.module_utils.transport import connection_words, pool_manager, unreachable
 
 try:
     from urllib.parse import quote, urlencode
@@ -85,8 +86,9 @@ class ApiError(Exception):
         super(ApiError, self).__init__(self.describe())
 
     def describe(self):
-        text = "%s %s: %s" % (self.status, self.reason or "Error", self.message or "(no message)")
-        return text
+        if not self.status:  # no answer from the server (connection, TLS, credentials): the message says it all
+            return self.message or self.reason or "(no message)"
+        return "%s %s: %s" % (self.status, self.reason or "Error", self.message or "(no message)")
 
     @property
     def is_not_found(self):
@@ -140,7 +142,8 @@ class KubeClient:
     :param server: API server URL (``https://host:port``).
     :param auth: callable returning a dict of auth headers (called per request so exec plugins and
         refreshed tokens keep working), or ``None``.
-    :param pool_kwargs: TLS / proxy keyword arguments for urllib3 (see :func:`.auth.tls_pool_kwargs`).
+    :param headers: headers of every request (a dict, or ``(name, value)`` pairs for repeated headers).
+    :param pool_kwargs: TLS keyword arguments for urllib3 (see :func:`.transport.tls_pool_kwargs`).
     """
 
     def __init__(self, server, auth=None, headers=None, pool_kwargs=None, proxy=None, proxy_headers=None,
@@ -148,7 +151,9 @@ class KubeClient:
                  timeout=DEFAULT_REQUEST_TIMEOUT, retry_budget=DEFAULT_RETRY_BUDGET):
         self.server = server.rstrip("/")
         self._auth = auth
-        self._headers = HTTPHeaderDict(headers or {})
+        self._headers = HTTPHeaderDict()
+        for key, value in headers.items() if isinstance(headers, dict) else headers or ():
+            self._headers.add(key, value)
         for group in impersonate_groups or ():
             self._headers.add("Impersonate-Group", group)
         kwargs = dict(pool_kwargs or {})
@@ -156,10 +161,7 @@ class KubeClient:
         kwargs["block"] = True
         connect, read = timeout if isinstance(timeout, (tuple, list)) else (timeout, timeout)
         kwargs["timeout"] = urllib3.Timeout(connect=float(connect), read=float(read))
-        if proxy:
-            self._pool = urllib3.ProxyManager(proxy, proxy_headers=proxy_headers, **kwargs)
-        else:
-            self._pool = urllib3.PoolManager(**kwargs)
+        self._pool = pool_manager(proxy, proxy_headers, kwargs)
         self.max_attempts = max_attempts
         self.retry_budget = float(retry_budget)
         self.clock = time.monotonic
@@ -203,11 +205,10 @@ class KubeClient:
                                           preload_content=True, redirect=False)
             except urllib3.exceptions.HTTPError as e:
                 if _certificate_rejected(e):  # not transient: retrying only delays the same answer
-                    raise ApiError(0, "TLSError", "%s %s: the server's TLS certificate was rejected (check ca_cert / "
-                                   "validate_certs): %s" % (method, path, _safe(e)), None, method, path) from None
+                    raise ApiError(0, "TLSError", unreachable(self.server, connection_words(e)), None, method, path) from None
                 if not self._may_retry(attempt, started):
-                    raise ApiError(0, "ConnectionError", "%s %s: %s%s" % (method, path, _safe(e), self._gave_up(attempt, started)),
-                                   None, method, path) from None
+                    raise ApiError(0, "ConnectionError", unreachable(self.server, connection_words(e), attempt,
+                                                                     self.clock() - started), None, method, path) from None
                 self._pause(attempt, None)
                 continue
             status = resp.status
@@ -229,9 +230,6 @@ class KubeClient:
     def _may_retry(self, attempt, started):
         """Another attempt is allowed: attempts left and the request's retry budget not spent."""
         return attempt < self.max_attempts and self.clock() - started < self.retry_budget
-
-    def _gave_up(self, attempt, started):
-        return " (gave up after %d attempt(s) in %.0fs)" % (attempt, self.clock() - started)
 
     def _pause(self, attempt, retry_after):
         delay = None
