@@ -98,7 +98,7 @@ def merge_kubeconfigs(docs):
 def _path(base, path):
     """A file path of a kubeconfig entry, resolved against its file's directory."""
     path = os.path.expanduser(str(path))
-    return os.path.join(base, path) if base and not os.path.isabs(path) else path
+    return os.path.normpath(os.path.join(base, path)) if base and not os.path.isabs(path) else path
 
 
 def _data(value, what):
