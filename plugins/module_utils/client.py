@@ -68,9 +68,11 @@ def _deterministic(status, data):
     return any(marker in text for marker in DETERMINISTIC_500)
 
 
-def _certificate_rejected(error):
-    """True for a TLS certificate verification failure (as opposed to a dropped or reset connection)."""
-    return isinstance(error, urllib3.exceptions.SSLError) and "certificate verify failed" in str(error).lower()
+def _tls_refused(error):
+    """True for a TLS failure a retry cannot change: the certificate rejected, or a server that does not speak TLS
+    (as opposed to a dropped or reset connection)."""
+    text = str(error).lower()
+    return isinstance(error, urllib3.exceptions.SSLError) and ("certificate verify failed" in text or "wrong version number" in text)
 
 
 class ApiError(Exception):
@@ -204,7 +206,7 @@ class KubeClient:
                 resp = self._pool.request(method, url, body=data, headers=headers, retries=False,
                                           preload_content=True, redirect=False)
             except urllib3.exceptions.HTTPError as e:
-                if _certificate_rejected(e):  # not transient: retrying only delays the same answer
+                if _tls_refused(e):  # not transient: retrying only delays the same answer
                     raise ApiError(0, "TLSError", unreachable(self.server, connection_words(e)), None, method, path) from None
                 if not self._may_retry(attempt, started):
                     raise ApiError(0, "ConnectionError", unreachable(self.server, connection_words(e), attempt,
