@@ -4,9 +4,10 @@
 """A small, thread-safe Kubernetes API client: raw JSON over one urllib3 connection pool.
 
 Why not the ``kubernetes`` package's API classes: they deserialize into model objects, open a pool
-per ``ApiClient`` and are slow for thousands of objects (importing them alone costs about a
-second per run). Credentials are loaded by :mod:`.auth` (kubeconfig parsed there; the package only
-for exec / auth-provider plugins and in-cluster config); every request goes through
+per ``ApiClient`` and are slow for thousands of objects (importing them alone costs 0.1-0.14 s of
+CPU per run, see docs/architecture.md). Credentials are loaded by :mod:`.auth` (kubeconfig parsed
+there, exec plugins run by :mod:`.execcred`; the package only for auth-provider plugins and in-cluster
+config); every request goes through
 :class:`KubeClient`, which owns a single ``urllib3.PoolManager`` sized for the worker threads.
 
 Retries: 429 (honouring ``Retry-After``), 5xx and connection errors are retried with bounded
