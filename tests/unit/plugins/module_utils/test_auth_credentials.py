@@ -1,11 +1,15 @@
 """auth.py end to end: exec plugins run by the collection, failing plugins fail before any request,
 the user entry's impersonation, ``k8s_auth_env``, proxies from the environment, ``kubeconfig`` lists."""
 
+import contextlib
 import json
 import os
+import socket
 import stat
+import struct
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -190,3 +194,62 @@ def test_a_kubeconfig_option_listing_files_merges_them_like_kubeconfig(tmp_path)
     _cfg, namespace = A.load_configuration(A.resolve_auth_params({"kubeconfig": f"{first}{os.pathsep}{second}",
                                                                  "context": "other"}, {}), {})
     assert namespace == "b"
+
+
+def _pipe(a, b):
+    with contextlib.suppress(OSError):
+        while True:
+            data = a.recv(65536)
+            if not data:
+                break
+            b.sendall(data)
+    for s in (a, b):
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)
+
+
+class _Socks5:
+    """A minimal SOCKS5 proxy (no authentication, CONNECT only) that records the addresses asked for."""
+
+    def __init__(self):
+        self.asked = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        with contextlib.suppress(OSError):
+            while True:
+                threading.Thread(target=self._handle, args=(self.sock.accept()[0],), daemon=True).start()
+
+    def _handle(self, conn):
+        conn.recv(conn.recv(2)[1])  # greeting: version, number of methods, the methods
+        conn.sendall(b"\x05\x00")
+        head = conn.recv(4)  # a name (type 3) is resolved here, on the proxy
+        host = conn.recv(conn.recv(1)[0]).decode() if head[3] == 3 else socket.inet_ntoa(conn.recv(4))
+        port = struct.unpack("!H", conn.recv(2))[0]
+        self.asked.append((host, port))
+        upstream = socket.create_connection((host, port))
+        conn.sendall(b"\x05\x00\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack("!H", port))
+        threading.Thread(target=_pipe, args=(conn, upstream), daemon=True).start()
+        _pipe(upstream, conn)
+
+    def close(self):
+        self.sock.close()
+
+
+def test_a_socks5_proxy_url_as_kubectl(sim):
+    pytest.importorskip("socks", reason="SOCKS5 proxies need PySocks")
+    proxy = _Socks5()
+    try:
+        doc = yaml.safe_load(Path(sim.kubeconfig).read_text())
+        cluster = doc["clusters"][0]["cluster"]
+        cluster["server"] = cluster["server"].replace("127.0.0.1", "localhost")  # the certificate is for both
+        cluster["proxy-url"] = f"socks5://127.0.0.1:{proxy.port}"
+        client, _ns = A.build_client({"kubeconfig": doc}, environ={})
+        assert whoami(client)["username"] == "admin"
+        assert proxy.asked and proxy.asked[0] == ("localhost", sim.sim.port)  # the name resolved by the proxy
+    finally:
+        proxy.close()
