@@ -134,14 +134,14 @@ def proxy_problem(url):
 def cluster_problems(name, cluster):
     """kubectl's reasons to refuse the cluster entry ``name`` of the context in use."""
     problems = []
+    ca_file = cluster.get("certificate-authority")
     proxy = cluster.get("proxy-url")
     if proxy and proxy_problem(proxy):
         problems.append("invalid 'proxy-url' \"%s\" for cluster \"%s\": %s" % (proxy, name, proxy_problem(proxy)))
     if cluster.get("certificate-authority") and cluster.get("certificate-authority-data"):
         problems.append("certificate-authority-data and certificate-authority are both specified for %s. "
                         "certificate-authority-data will override." % name)
-    elif _true(cluster.get("insecure-skip-tls-verify")) and (cluster.get("certificate-authority")
-                                                               or cluster.get("certificate-authority-data")):
+    elif _true(cluster.get("insecure-skip-tls-verify")) and (cluster.get("certificate-authority-data") or ca_file):
         problems.append("specifying a root certificates file with the insecure flag is not allowed")
     return problems
 

@@ -104,7 +104,7 @@ def _entry_matches(entry, host, port, ip):
             return False
     name, want_port = entry, ""
     if entry.startswith("[") and "]" in entry:
-        name, _, rest = entry[1:].partition("]")
+        name, rest = entry[1:].split("]", 1)
         want_port = rest[1:] if rest.startswith(":") else ""
     elif entry.count(":") == 1:
         name, want_port = entry.split(":")
