@@ -26,9 +26,21 @@ options:
         no other connection options are provided, the in-cluster service account is tried, then the files listed
         in E(KUBECONFIG) (merged like C(kubectl) does), else C(~/.kube/config).
         Can also be specified via the E(K8S_AUTH_KUBECONFIG) environment variable.
-      - Relative file paths in a kubeconfig file are relative to the directory of that file.
-      - Users with an C(exec) or C(auth-provider) credential plugin, and the in-cluster service account, are
-        loaded with the C(kubernetes) Python package.
+      - A path may list several files separated by C(:) (C(;) on Windows), merged like E(KUBECONFIG) (the first
+        file to define a name wins), as kubernetes.core does; C(kubectl --kubeconfig) takes one file.
+      - A kubeconfig means what it means to C(kubectl). Relative file paths in a kubeconfig file are relative to
+        the directory of that file. A kubeconfig that C(kubectl) refuses as contradictory (C(insecure-skip-tls-verify)
+        together with a CA, a field together with its C(-data) twin, a token together with a username and password)
+        is refused with C(kubectl)'s reason.
+      - The impersonation of the user entry (C(as), C(as-uid), C(as-groups), C(as-user-extra)) is honoured, for token,
+        certificate and C(exec) users alike; O(impersonate_user) and O(impersonate_groups) replace its C(as) and
+        C(as-groups) as C(kubectl)'s C(--as) and C(--as-group) do.
+      - An C(exec) credential plugin (C(client.authentication.k8s.io/v1) or C(v1beta1)) is run by the module as
+        C(kubectl) runs it, once before the first request and again when its credential expires; a plugin that is
+        missing, fails or answers no credentials fails the task, before any request, with its error and its
+        C(installHint). A token, a username and password or a client certificate of the same user wins over the
+        plugin, as in C(kubectl). Users with an C(auth-provider) (C(oidc), C(gcp)), and the in-cluster service
+        account, are loaded with the C(kubernetes) Python package; a provider that gives no token fails the task.
     type: raw
   context:
     description:
@@ -72,14 +84,17 @@ options:
     aliases: [ verify_ssl ]
   proxy:
     description:
-      - URL of an HTTP proxy to use for the connection. Can also be specified via the E(K8S_AUTH_PROXY)
-        environment variable.
-      - The usual E(HTTP_PROXY)/E(HTTPS_PROXY) variables are not used.
+      - URL of a proxy to use for the connection (C(http://), C(https://) or C(socks5://); a SOCKS5 proxy needs the
+        Python package PySocks). Can also be specified via the E(K8S_AUTH_PROXY) environment variable.
+      - Without it the kubeconfig's C(proxy-url) is used, else, as by C(kubectl), E(HTTPS_PROXY) (E(HTTP_PROXY) for an
+        C(http://) server) unless E(NO_PROXY) excludes the server; a server on a loopback address is never reached
+        through a proxy from the environment.
     type: str
   no_proxy:
     description:
-      - Comma separated list of hosts/domains that must not go through O(proxy). Can also be specified via the
-        E(K8S_AUTH_NO_PROXY) environment variable.
+      - Comma separated list of hosts/domains that must not go through O(proxy) (or any proxy), with E(NO_PROXY)'s
+        rules (C(example.com) also matches its subdomains, C(.example.com) only them, IP addresses and CIDR ranges,
+        an optional C(:port), C(*) for all). Can also be specified via the E(K8S_AUTH_NO_PROXY) environment variable.
     type: str
   proxy_headers:
     description:
@@ -126,6 +141,16 @@ options:
       - Defaults to 30 seconds, which covers the slowest admission webhook (30 seconds at most). Can also be
         specified via the E(K8S_AUTH_REQUEST_TIMEOUT) environment variable.
     type: float
+  k8s_auth_env:
+    description:
+      - Whether connection options that are not given fall back to their E(K8S_AUTH_*) environment variables (as in
+        kubernetes.core). With V(false) no E(K8S_AUTH_*) variable is read (nor handed to an C(exec) credential
+        plugin), only the options given and the kubeconfig count.
+      - M(stacksync.k8s.sources) sets it to V(false) for a source with its own O(stacksync.k8s.sources#module:sources[].kubeconfig)
+        or O(stacksync.k8s.sources#module:sources[].context), so that the job's credentials (such as those AWX's
+        Kubernetes credential injects) never apply to it and are never sent to its cluster.
+      - Defaults to V(true).
+    type: bool
 notes:
   - To avoid TLS verification errors when O(validate_certs=true), the full certificate chain of the API server must
     be provided through O(ca_cert) or the kubeconfig file.

@@ -4,18 +4,20 @@
 """Connection options (same names, defaults and ``K8S_AUTH_*`` variables as kubernetes.core).
 
 Precedence, like kubernetes.core: module option, then ``K8S_AUTH_<OPTION>`` (or the legacy
-``K8S_AUTH_<ALIAS>``), then kubeconfig / in-cluster defaults. Requests go through
+``K8S_AUTH_<ALIAS>``), then kubeconfig / in-cluster defaults. With ``k8s_auth_env: false`` (what
+``stacksync.k8s.sources`` passes for a source with its own kubeconfig or context) no ``K8S_AUTH_*``
+variable is read: only the options given and the kubeconfig count. Requests go through
 :class:`.client.KubeClient`.
 
 Kubeconfig files (or a dict) are read here, without the ``kubernetes`` package (importing it costs
-about a second per module run): ``KUBECONFIG`` lists are merged like kubectl does (the first file
-to define a cluster, user, context or the current-context wins), relative file paths are resolved
-against the directory of the file that holds them, and ``*-data`` certificates and keys are loaded
-into an ``ssl.SSLContext`` (a client key only passes through a 0600 temporary file that is removed
-at once). The ``kubernetes`` package is imported only when it is really needed: a kubeconfig user
-with an ``exec`` or ``auth-provider`` plugin, and the in-cluster service account (tried first when
-neither ``kubeconfig`` nor ``context`` is given); its ``Configuration`` is then asked for the
-``Authorization`` header on every request, so refreshed tokens are used.
+more than 0.1 s per run, see docs/architecture.md), and mean what they mean to kubectl:
+``KUBECONFIG`` lists merged (the first file to define a name or the current-context wins), relative
+paths resolved against the file that holds them, what kubectl refuses as contradictory refused
+(:mod:`.kubeconfig`), the user entry's impersonation honoured, exec plugins run as client-go runs
+them (:mod:`.execcred`), ``*-data`` certificates and keys loaded into an ``ssl.SSLContext`` (a client
+key only passes through a 0600 temporary file that is removed at once). The ``kubernetes`` package
+is imported only for an ``auth-provider`` user and the in-cluster service account (tried first when
+neither ``kubeconfig`` nor ``context`` is given): :mod:`.pkgauth`.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -41,17 +43,20 @@ except ImportError as _e:
     HAS_URLLIB3 = False
     URLLIB3_IMPORT_ERROR = _e
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import DEFAULT_REQUEST_TIMEOUT, KubeClient
+from ansible_collections.stacksync.k8s.plugins.module_utils import execcred, pkgauth
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import DEFAULT_REQUEST_TIMEOUT, ApiError, KubeClient
 from ansible_collections.stacksync.k8s.plugins.module_utils.kubeconfig import (
     AuthError,
     ClusterConfig,
     apply_auth_options,
     config_from_kubeconfig,
+    has_static_credentials,
+    impersonation,
     kubeconfig_paths,
     merge_kubeconfigs,
     static_authorization,
 )
-from ansible_collections.stacksync.k8s.plugins.module_utils.transport import bypass_proxy, tls_pool_kwargs
+from ansible_collections.stacksync.k8s.plugins.module_utils.transport import choose_proxy, tls_pool_kwargs
 
 
 def _find_kubernetes():
@@ -93,52 +98,59 @@ AUTH_ARG_SPEC = dict(
     impersonate_user=dict(type="str"),
     impersonate_groups=dict(type="list", elements="str"),
     request_timeout=dict(type="float"),
+    k8s_auth_env=dict(type="bool"),
 )
 
 #: option name -> legacy alias also accepted as ``K8S_AUTH_<ALIAS>`` (as kubernetes.core does).
 _ENV_ALIASES = dict(validate_certs="verify_ssl", ca_cert="ssl_ca_cert", client_cert="cert_file", client_key="key_file")
-
-SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-KUBERNETES_REQUIREMENT = "kubernetes>=24.2.0"
+#: options that never come from the environment
+_NOT_FROM_ENV = ("proxy_headers", "k8s_auth_env")
+KUBERNETES_REQUIREMENT = pkgauth.KUBERNETES_REQUIREMENT
 
 
 def _env_bool(value):
     return value.lower() not in ("0", "false", "no", "off", "")
 
 
+def _env_value(name, spec, environ):
+    """The value of option ``name`` from ``K8S_AUTH_<NAME>`` (or its legacy alias), None if unset."""
+    env = environ.get("K8S_AUTH_" + name.upper())
+    if env is None and name in _ENV_ALIASES:
+        env = environ.get("K8S_AUTH_" + _ENV_ALIASES[name].upper())
+    if env is None:
+        return None
+    if spec.get("type") == "bool":
+        return _env_bool(env)
+    if spec.get("type") == "list":
+        return [x for x in env.split(",") if x]
+    if spec.get("type") == "float":
+        try:
+            return float(env)
+        except ValueError:
+            raise AuthError("K8S_AUTH_%s must be a number, got %r" % (name.upper(), env)) from None
+    if spec.get("type") == "path":
+        return os.path.expanduser(env)
+    return env
+
+
 def resolve_auth_params(params, environ=None):
-    """Merge module options with ``K8S_AUTH_*`` environment variables (options win)."""
+    """Merge module options with ``K8S_AUTH_*`` environment variables (options win; none with ``k8s_auth_env: false``)."""
     environ = os.environ if environ is None else environ
+    use_env = params.get("k8s_auth_env") is not False
     out = {}
     for name, spec in AUTH_ARG_SPEC.items():
         value = params.get(name)
-        if value is None and name != "proxy_headers":
-            env = environ.get("K8S_AUTH_" + name.upper())
-            if env is None and name in _ENV_ALIASES:
-                env = environ.get("K8S_AUTH_" + _ENV_ALIASES[name].upper())
-            if env is not None:
-                if spec.get("type") == "bool":
-                    value = _env_bool(env)
-                elif spec.get("type") == "list":
-                    value = [x for x in env.split(",") if x]
-                elif spec.get("type") == "float":
-                    try:
-                        value = float(env)
-                    except ValueError:
-                        raise AuthError("K8S_AUTH_%s must be a number, got %r" % (name.upper(), env)) from None
-                elif spec.get("type") == "path":
-                    value = os.path.expanduser(env)
-                else:
-                    value = env
+        if value is None and use_env and name not in _NOT_FROM_ENV:
+            value = _env_value(name, spec, environ)
         if name == "proxy_headers":
             headers = dict(value or {})
             for key in AUTH_PROXY_HEADERS_SPEC:
-                if headers.get(key) is None:
-                    env = environ.get("K8S_AUTH_PROXY_HEADERS_" + key.upper())
-                    if env is not None:
-                        headers[key] = env
+                env = environ.get("K8S_AUTH_PROXY_HEADERS_" + key.upper()) if use_env else None
+                if headers.get(key) is None and env is not None:
+                    headers[key] = env
             value = dict((k, v) for k, v in headers.items() if v is not None) or None
         out[name] = value
+    out["k8s_auth_env"] = use_env
     return out
 
 
@@ -189,59 +201,9 @@ def _read_token_file(cfg):
     cfg.token = token or cfg.token
 
 
-def _in_cluster(environ):
-    """True when a service account is mounted (what ``load_incluster_config`` needs)."""
-    return bool(environ.get("KUBERNETES_SERVICE_HOST") and environ.get("KUBERNETES_SERVICE_PORT")
-                and os.path.isfile(os.path.join(SA_DIR, "token")))
-
-
-def _kubernetes_config(kubeconfig=None, context=None, persist_config=None, in_cluster=False):
-    """Load credentials with the ``kubernetes`` package (exec / auth-provider plugins, in-cluster).
-
-    Returns a :class:`ClusterConfig` whose ``authorization`` asks the package's ``Configuration``
-    for the header on every request (tokens refreshed by the package are used), or None when the
-    in-cluster configuration is not usable.
-    """
-    try:
-        from kubernetes import config as kube_config  # pylint: disable=import-outside-toplevel
-        from kubernetes.client import Configuration  # pylint: disable=import-outside-toplevel
-    except ImportError as e:
-        what = "The in-cluster configuration" if in_cluster else "This kubeconfig's credential plugin"
-        raise AuthError("%s needs the Python package %s: %s" % (what, KUBERNETES_REQUIREMENT, e)) from None
-    kcfg = Configuration()
-    try:
-        if in_cluster:
-            try:
-                kube_config.load_incluster_config(client_configuration=kcfg)
-            except kube_config.ConfigException:
-                return None
-        else:
-            opts = dict(context=context, client_configuration=kcfg)
-            if persist_config is not None:
-                opts["persist_config"] = persist_config
-            if isinstance(kubeconfig, dict):
-                kube_config.load_kube_config_from_dict(config_dict=kubeconfig, **opts)
-            else:
-                kube_config.load_kube_config(config_file=kubeconfig, **opts)
-    except Exception as e:
-        raise AuthError("Could not load Kubernetes credentials: %s" % (e,)) from None
-
-    cfg = ClusterConfig(kcfg.host)
-    cfg.verify_ssl = kcfg.verify_ssl
-    cfg.ca_file, cfg.cert_file, cfg.key_file = kcfg.ssl_ca_cert, kcfg.cert_file, kcfg.key_file
-    cfg.tls_server_name = getattr(kcfg, "tls_server_name", None)
-    cfg.assert_hostname = getattr(kcfg, "assert_hostname", None)
-    # not kcfg.proxy: recent versions of the package fill it from HTTPS_PROXY, which we do not use
-
-    def authorization():
-        return kcfg.get_api_key_with_prefix("authorization") or kcfg.get_api_key_with_prefix("BearerToken")
-
-    cfg.authorization = authorization
-    return cfg
-
-
 def _from_kubeconfig(auth, environ):
-    """ClusterConfig from the ``kubeconfig`` option (path(s) or dict), ``KUBECONFIG`` or ``~/.kube/config``."""
+    """``(ClusterConfig, kubeconfig for the package, context)`` from the ``kubeconfig`` option (path(s) or
+    dict), ``KUBECONFIG`` or ``~/.kube/config``."""
     kubeconfig = auth.get("kubeconfig")
     if isinstance(kubeconfig, dict):
         docs = [(None, kubeconfig)]
@@ -252,53 +214,91 @@ def _from_kubeconfig(auth, environ):
     merged = merge_kubeconfigs(docs)
     context = auth.get("context") or merged["current-context"]
     cfg = config_from_kubeconfig(merged, context)
-    if not cfg.needs_kubernetes:
-        _read_token_file(cfg)
-        return cfg
-    # The package picks the current-context of the last file: name the context we selected.
-    loaded = _kubernetes_config(kubeconfig, context, auth.get("persist_config"))
-    loaded.namespace, loaded.proxy = cfg.namespace, cfg.proxy
-    return loaded
+    _read_token_file(cfg)
+    return cfg, kubeconfig, context
 
 
-def _sa_namespace():
-    try:
-        with open(os.path.join(SA_DIR, "namespace")) as f:
-            return f.read().strip() or None
-    except OSError:
-        return None
-
-
-def load_configuration(auth, environ=None):
-    """``(ClusterConfig, context_namespace_or_None)`` for resolved auth params (see :func:`resolve_auth_params`)."""
-    environ = os.environ if environ is None else environ
-
+def _self_sufficient(auth):
     def have(*names):
         return all(auth.get(n) for n in names)
 
-    self_sufficient = auth.get("host") and (have("api_key") or have("username", "password") or have("client_cert", "client_key"))
-    cfg = None
-    if self_sufficient:
+    return auth.get("host") and (have("api_key") or have("username", "password") or have("client_cert", "client_key"))
+
+
+def _plugin_credentials(cfg, auth, environ, kubeconfig, context):
+    """Run the user's credential plugin now -- before any request -- unless other credentials win."""
+    if has_static_credentials(cfg):
+        return
+    if cfg.auth_provider:
+        cfg.authorization = pkgauth.provider_authorization(cfg, kubeconfig, context, auth.get("persist_config"))
+    elif cfg.exec:
+        plugin = cfg.exec
+        if not auth.get("k8s_auth_env", True):  # the job's K8S_AUTH_* credentials never reach this plugin either
+            environ = dict((k, v) for k, v in environ.items() if not k.startswith("K8S_AUTH_"))
+        try:
+            first = execcred.credential(plugin, environ)
+        except AuthError as e:
+            raise execcred.user_error(plugin, e) from None
+        cfg.cert_data, cfg.key_data = first.cert_data, first.key_data
+        if first.token:
+            cfg.authorization = _exec_header(plugin, environ)
+
+
+def _exec_header(plugin, environ):
+    """The per-request ``Authorization`` of an exec plugin's token (the plugin runs again once it expires)."""
+    def header():
+        try:
+            return "Bearer " + execcred.credential(plugin, environ).token
+        except AuthError as e:
+            raise ApiError(0, "CredentialError", str(execcred.user_error(plugin, e))) from None
+    return header
+
+
+def load_configuration(auth, environ=None):
+    """``(ClusterConfig, context_namespace_or_None)`` for resolved auth params (see :func:`resolve_auth_params`).
+
+    Credential plugins run here (exec, auth-provider): one that fails raises :class:`AuthError`."""
+    environ = os.environ if environ is None else environ
+    cfg, kubeconfig, context = None, None, None
+    if _self_sufficient(auth):
         cfg = ClusterConfig()
     elif auth.get("kubeconfig") or auth.get("context"):
-        cfg = _from_kubeconfig(auth, environ)
+        cfg, kubeconfig, context = _from_kubeconfig(auth, environ)
     else:
-        if _in_cluster(environ):
-            cfg = _kubernetes_config(in_cluster=True)
-            if cfg is not None:
-                cfg.namespace = _sa_namespace()
+        if pkgauth.in_cluster(environ):
+            cfg = pkgauth.in_cluster_config()
         if cfg is None:
-            cfg = _from_kubeconfig(auth, environ)
+            cfg, kubeconfig, context = _from_kubeconfig(auth, environ)
     apply_auth_options(cfg, auth)
     if not cfg.host:
         raise AuthError("No Kubernetes API server found: set host, kubeconfig or K8S_AUTH_* variables")
+    _plugin_credentials(cfg, auth, environ, kubeconfig, context)
     return cfg, cfg.namespace
 
 
 # -- client ---------------------------------------------------------------------------------------
+def _header_key(key):
+    """An ``Impersonate-Extra-`` key as client-go escapes it (``%XX`` for what a header name cannot hold)."""
+    legal = set("!#$&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    return "".join(c if c in legal else "".join("%%%02X" % b for b in c.encode("utf-8")) for c in key)
+
+
+def impersonation_headers(imp):
+    """``[(header, value)]`` of an impersonation (see :func:`.kubeconfig.impersonation`), as client-go sends them."""
+    if not imp:
+        return []
+    headers = [("Impersonate-User", imp["user"])]
+    if imp.get("uid"):
+        headers.append(("Impersonate-Uid", imp["uid"]))
+    headers += [("Impersonate-Group", g) for g in imp.get("groups") or []]
+    for key in sorted(imp.get("extra") or {}):
+        headers += [("Impersonate-Extra-" + _header_key(key), v) for v in imp["extra"][key]]
+    return headers
+
+
 def client_from_configuration(cfg, impersonate_user=None, impersonate_groups=None, maxsize=8,
-                              request_timeout=DEFAULT_REQUEST_TIMEOUT):
-    """Build a :class:`KubeClient` from a :class:`ClusterConfig` (TLS, proxy, auth header)."""
+                              request_timeout=DEFAULT_REQUEST_TIMEOUT, environ=None):
+    """Build a :class:`KubeClient` from a :class:`ClusterConfig` (TLS, proxy, auth header, impersonation)."""
     pool = tls_pool_kwargs(cfg) if cfg.host.startswith("https") else {}
     if not cfg.verify_ssl:
         urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
@@ -310,23 +310,18 @@ def client_from_configuration(cfg, impersonate_user=None, impersonate_groups=Non
         value = dynamic() if dynamic is not None else header
         return {"Authorization": value} if value else {}
 
-    headers = {"User-Agent": "stacksync.k8s"}
-    if impersonate_user:
-        headers["Impersonate-User"] = impersonate_user
-    groups = list(impersonate_groups or [])
-    proxy = cfg.proxy if cfg.proxy and not bypass_proxy(cfg.host, cfg.no_proxy) else None
-    return KubeClient(cfg.host, auth=auth, headers=headers, pool_kwargs=pool, proxy=proxy,
-                      proxy_headers=cfg.proxy_headers, impersonate_groups=groups, maxsize=maxsize,
-                      timeout=request_timeout)
+    headers = [("User-Agent", "stacksync.k8s"), *impersonation_headers(impersonation(cfg, impersonate_user, impersonate_groups))]
+    return KubeClient(cfg.host, auth=auth, headers=headers, pool_kwargs=pool, proxy=choose_proxy(cfg, environ),
+                      proxy_headers=cfg.proxy_headers, maxsize=maxsize, timeout=request_timeout)
 
 
 def build_client(params, maxsize=8, environ=None):
     """``(KubeClient, context_namespace)`` from module params (+ environment)."""
     auth = resolve_auth_params(params, environ)
-    cfg, namespace = load_configuration(auth, environ)
     timeout = auth.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT
     if timeout <= 0:
         raise AuthError("request_timeout must be a positive number of seconds, got %s" % timeout)
+    cfg, namespace = load_configuration(auth, environ)
     client = client_from_configuration(cfg, auth.get("impersonate_user"), auth.get("impersonate_groups"), maxsize,
-                                       request_timeout=timeout)
+                                       request_timeout=timeout, environ=environ)
     return client, namespace

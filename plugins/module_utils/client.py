@@ -4,9 +4,10 @@
 """A small, thread-safe Kubernetes API client: raw JSON over one urllib3 connection pool.
 
 Why not the ``kubernetes`` package's API classes: they deserialize into model objects, open a pool
-per ``ApiClient`` and are slow for thousands of objects (importing them alone costs about a
-second per run). Credentials are loaded by :mod:`.auth` (kubeconfig parsed there; the package only
-for exec / auth-provider plugins and in-cluster config); every request goes through
+per ``ApiClient`` and are slow for thousands of objects (importing them alone costs 0.1-0.14 s of
+CPU per run, see docs/architecture.md). Credentials are loaded by :mod:`.auth` (kubeconfig parsed
+there, exec plugins run by :mod:`.execcred`; the package only for auth-provider plugins and in-cluster
+config); every request goes through
 :class:`KubeClient`, which owns a single ``urllib3.PoolManager`` sized for the worker threads.
 
 Retries: 429 (honouring ``Retry-After``), 5xx and connection errors are retried with bounded
@@ -30,6 +31,7 @@ import threading
 import time
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url
+from ansible_collections.stacksync.k8s.plugins.module_utils.transport import connection_words, pool_manager, unreachable
 
 try:
     from urllib.parse import quote, urlencode
@@ -67,9 +69,11 @@ def _deterministic(status, data):
     return any(marker in text for marker in DETERMINISTIC_500)
 
 
-def _certificate_rejected(error):
-    """True for a TLS certificate verification failure (as opposed to a dropped or reset connection)."""
-    return isinstance(error, urllib3.exceptions.SSLError) and "certificate verify failed" in str(error).lower()
+def _tls_refused(error):
+    """True for a TLS failure a retry cannot change: the certificate rejected, or a server that does not speak TLS
+    (as opposed to a dropped or reset connection)."""
+    text = str(error).lower()
+    return isinstance(error, urllib3.exceptions.SSLError) and ("certificate verify failed" in text or "wrong version number" in text)
 
 
 class ApiError(Exception):
@@ -85,8 +89,9 @@ class ApiError(Exception):
         super(ApiError, self).__init__(self.describe())
 
     def describe(self):
-        text = "%s %s: %s" % (self.status, self.reason or "Error", self.message or "(no message)")
-        return text
+        if not self.status:  # no answer from the server (connection, TLS, credentials): the message says it all
+            return self.message or self.reason or "(no message)"
+        return "%s %s: %s" % (self.status, self.reason or "Error", self.message or "(no message)")
 
     @property
     def is_not_found(self):
@@ -140,7 +145,8 @@ class KubeClient:
     :param server: API server URL (``https://host:port``).
     :param auth: callable returning a dict of auth headers (called per request so exec plugins and
         refreshed tokens keep working), or ``None``.
-    :param pool_kwargs: TLS / proxy keyword arguments for urllib3 (see :func:`.auth.tls_pool_kwargs`).
+    :param headers: headers of every request (a dict, or ``(name, value)`` pairs for repeated headers).
+    :param pool_kwargs: TLS keyword arguments for urllib3 (see :func:`.transport.tls_pool_kwargs`).
     """
 
     def __init__(self, server, auth=None, headers=None, pool_kwargs=None, proxy=None, proxy_headers=None,
@@ -148,7 +154,9 @@ class KubeClient:
                  timeout=DEFAULT_REQUEST_TIMEOUT, retry_budget=DEFAULT_RETRY_BUDGET):
         self.server = server.rstrip("/")
         self._auth = auth
-        self._headers = HTTPHeaderDict(headers or {})
+        self._headers = HTTPHeaderDict()
+        for key, value in headers.items() if isinstance(headers, dict) else headers or ():
+            self._headers.add(key, value)
         for group in impersonate_groups or ():
             self._headers.add("Impersonate-Group", group)
         kwargs = dict(pool_kwargs or {})
@@ -156,10 +164,7 @@ class KubeClient:
         kwargs["block"] = True
         connect, read = timeout if isinstance(timeout, (tuple, list)) else (timeout, timeout)
         kwargs["timeout"] = urllib3.Timeout(connect=float(connect), read=float(read))
-        if proxy:
-            self._pool = urllib3.ProxyManager(proxy, proxy_headers=proxy_headers, **kwargs)
-        else:
-            self._pool = urllib3.PoolManager(**kwargs)
+        self._pool = pool_manager(proxy, proxy_headers, kwargs)
         self.max_attempts = max_attempts
         self.retry_budget = float(retry_budget)
         self.clock = time.monotonic
@@ -202,12 +207,11 @@ class KubeClient:
                 resp = self._pool.request(method, url, body=data, headers=headers, retries=False,
                                           preload_content=True, redirect=False)
             except urllib3.exceptions.HTTPError as e:
-                if _certificate_rejected(e):  # not transient: retrying only delays the same answer
-                    raise ApiError(0, "TLSError", "%s %s: the server's TLS certificate was rejected (check ca_cert / "
-                                   "validate_certs): %s" % (method, path, _safe(e)), None, method, path) from None
+                if _tls_refused(e):  # not transient: retrying only delays the same answer
+                    raise ApiError(0, "TLSError", unreachable(self.server, connection_words(e)), None, method, path) from None
                 if not self._may_retry(attempt, started):
-                    raise ApiError(0, "ConnectionError", "%s %s: %s%s" % (method, path, _safe(e), self._gave_up(attempt, started)),
-                                   None, method, path) from None
+                    raise ApiError(0, "ConnectionError", unreachable(self.server, connection_words(e), attempt,
+                                                                     self.clock() - started), None, method, path) from None
                 self._pause(attempt, None)
                 continue
             status = resp.status
@@ -229,9 +233,6 @@ class KubeClient:
     def _may_retry(self, attempt, started):
         """Another attempt is allowed: attempts left and the request's retry budget not spent."""
         return attempt < self.max_attempts and self.clock() - started < self.retry_budget
-
-    def _gave_up(self, attempt, started):
-        return " (gave up after %d attempt(s) in %.0fs)" % (attempt, self.clock() - started)
 
     def _pause(self, attempt, retry_after):
         delay = None

@@ -80,8 +80,12 @@ options:
       kubeconfig:
         description:
           - Kubeconfig (a path or a mapping) for this source, instead of the host's connection settings. When this or
-            O(sources[].context) is set, none of O(kubeconfig), O(context), O(host), O(api_key), O(username),
-            O(password), O(ca_cert), O(client_cert) or O(client_key) is used for this source.
+            O(sources[].context) is set, this source uses it alone, none of the task's connection options (O(host),
+            O(api_key), O(username), O(password), O(context), O(validate_certs), O(ca_cert), O(client_cert),
+            O(client_key), O(proxy), O(no_proxy), O(proxy_headers), O(impersonate_user), O(impersonate_groups),
+            O(persist_config)) and no E(K8S_AUTH_*) environment variable (its stack runs with
+            O(stacksync.k8s.stack#module:k8s_auth_env=false)). A context alone is looked up in the task's O(kubeconfig)
+            file, else in E(K8S_AUTH_KUBECONFIG), else in E(KUBECONFIG) or C(~/.kube/config).
         type: raw
       context:
         description: Kubeconfig context for this source, instead of the host's connection settings.

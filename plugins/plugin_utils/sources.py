@@ -12,7 +12,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible_collections.stacksync.k8s.plugins.module_utils import health_status as hs
+from ansible_collections.stacksync.k8s.plugins.module_utils.auth import AUTH_ARG_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import PASSTHROUGH
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import repo_subpath, source_stack
@@ -21,9 +24,9 @@ SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "nam
                   "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on")
 SOURCE_DEFAULTS = {"version": "HEAD", "path": ".", "stack": "", "include": [], "exclude": [], "namespace": "",
                    "prune": True, "state": "present", "vars": {}, "depends_on": []}
-#: the host's credentials, not given to a source with its own kubeconfig or context
-HOST_CREDENTIALS = ("kubeconfig", "context", "host", "api_key", "username", "password", "ca_cert", "client_cert",
-                    "client_key")
+#: the job's connection settings, none of which a source with its own kubeconfig or context gets (nor the
+#: K8S_AUTH_* environment: its stack runs with k8s_auth_env false); only request_timeout is not a credential
+HOST_CREDENTIALS = tuple(sorted(set(AUTH_ARG_SPEC) - {"request_timeout"}))
 LIST_LIMIT = 20  # objects listed per stack and kind of outcome in the summary
 HEALTHY = (hs.HEALTHY, hs.CURRENT)  # health as stack_info / wait report it
 
@@ -125,16 +128,30 @@ def blocked_by(source, failed):
     return [d for d in source["depends_on"] if d in failed]
 
 
-def stack_args(source, commit, resources, params, phase, wait=False):
+def own_connection(source, params, environ=None):
+    """The connection arguments of a source with its own kubeconfig or context: those alone, never the job's
+    (``k8s_auth_env`` false: no ``K8S_AUTH_*`` either). A context alone is looked up in the job's kubeconfig
+    file (the task's ``kubeconfig``, else ``K8S_AUTH_KUBECONFIG``, else kubectl's ``KUBECONFIG``)."""
+    environ = os.environ if environ is None else environ
+    args = {"k8s_auth_env": False}
+    kubeconfig = source.get("kubeconfig") or params.get("kubeconfig") or environ.get("K8S_AUTH_KUBECONFIG")
+    if kubeconfig:
+        args["kubeconfig"] = kubeconfig
+    return args
+
+
+def stack_args(source, commit, resources, params, phase, wait=False, environ=None):
     """The arguments of the ``stacksync.k8s.stack`` run of ``source`` in ``phase`` (apply, prune or all).
 
     ``params`` are the task's (validated) options; those of :data:`sources_spec.PASSTHROUGH` that are set go to
-    every stack, except the host's credentials for a source with its own kubeconfig or context.
+    every stack, except the job's connection settings for a source with its own kubeconfig or context
+    (:func:`own_connection`).
     """
     args = dict((k, params[k]) for k in PASSTHROUGH if params.get(k) is not None)
     if source["own_auth"]:
         for k in HOST_CREDENTIALS:
             args.pop(k, None)
+        args.update(own_connection(source, params, environ))
     for k in ("kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace"):
         if source.get(k) not in (None, ""):
             args[k] = source[k]

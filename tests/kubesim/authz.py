@@ -42,19 +42,28 @@ class DenyRule:
         return self.namespaces is None or (namespace or "") in self.namespaces
 
 
+ANONYMOUS = "system:anonymous"
+
+
 @dataclass
 class User:
-    """An authenticated identity."""
+    """An authenticated identity (``uid`` and ``extra`` as a SelfSubjectReview reports them)."""
 
     name: str
     groups: list[str] = field(default_factory=list)
     admin: bool = False
     deny: list[DenyRule] = field(default_factory=list)
+    uid: str = ""
+    extra: dict = field(default_factory=dict)
 
     @property
     def all_groups(self):
-        """Groups including the implicit ``system:authenticated``."""
-        return [*self.groups, "system:authenticated"]
+        """Groups including the implicit ``system:authenticated`` (``system:unauthenticated`` for anonymous),
+        not added twice, as kube-apiserver's authenticators and impersonation filter add them."""
+        implicit = "system:unauthenticated" if self.name == ANONYMOUS else "system:authenticated"
+        if any(g in ("system:authenticated", "system:unauthenticated") for g in self.groups):
+            return list(self.groups)
+        return [*self.groups, implicit]
 
 
 def _rule_allows(rule, verb, group, plural, name):
@@ -83,7 +92,7 @@ def _subject_matches(subject, user):
 
 def rbac_rules(cluster, user, namespace):
     """Resource rules granted to ``user`` in ``namespace`` (cluster-wide grants when namespace is None)."""
-    rules = list(_BASIC_RULES)
+    rules = list(_BASIC_RULES) if "system:authenticated" in user.all_groups else []
     with cluster.lock:
         crs = cluster.objects[("rbac.authorization.k8s.io", "clusterroles")]
         roles = cluster.objects[("rbac.authorization.k8s.io", "roles")]

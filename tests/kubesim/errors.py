@@ -109,7 +109,8 @@ def forbidden(user, verb, rt, namespace, name=None, group=None, plural=None):
     group = rt.group if rt is not None else group
     plural = rt.plural if rt is not None else plural
     where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-    subject = f'{plural} "{name}"' if name else plural
+    qualified = f"{plural.split('/')[0]}.{group}" if group else plural.split("/")[0]  # the GroupResource, as the real server names it
+    subject = f'{qualified} "{name}"' if name else qualified
     details = {"kind": plural}
     if name:
         details["name"] = name

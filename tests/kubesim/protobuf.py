@@ -1,6 +1,6 @@
 """Request bodies in Kubernetes' protobuf encoding (``application/vnd.kubernetes.protobuf``), as
 kubectl's typed clients send them (``kubectl create configmap|secret|namespace|serviceaccount|service|
-deployment|role|clusterrole|rolebinding|clusterrolebinding|job|cronjob``).
+deployment|role|clusterrole|rolebinding|clusterrolebinding|job|cronjob``, ``kubectl auth whoami``).
 
 A body is the 4-byte magic ``k8s\\x00`` and a ``runtime.Unknown`` message (``typeMeta``, ``raw``: the
 object's message). The object's message is read with a small protobuf wire-format reader and turned
@@ -105,13 +105,16 @@ MESSAGES = {
                     4: ("suspend", "bool?"), 5: ("jobTemplate", "JobTemplateSpec"), 6: ("successfulJobsHistoryLimit", "int32?"),
                     7: ("failedJobsHistoryLimit", "int32?"), 8: ("timeZone", "string?")},
     "JobTemplateSpec": {1: ("metadata", "ObjectMeta"), 2: ("spec", "JobSpec")},
+    # authentication.k8s.io/v1 (kubectl auth whoami)
+    "SelfSubjectReview": {1: ("metadata", "ObjectMeta"), 2: ("status", "Ignored")},
 }
 # Kinds whose objects can be read: (group/version, kind) -> message.
 KINDS = {("v1", "ConfigMap"): "ConfigMap", ("v1", "Secret"): "Secret", ("v1", "Namespace"): "Namespace",
          ("v1", "ServiceAccount"): "ServiceAccount", ("v1", "Service"): "Service", ("apps/v1", "Deployment"): "Deployment",
          ("rbac.authorization.k8s.io/v1", "Role"): "Role", ("rbac.authorization.k8s.io/v1", "ClusterRole"): "ClusterRole",
          ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding", ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "RoleBinding",
-         ("batch/v1", "Job"): "Job", ("batch/v1", "CronJob"): "CronJob"}
+         ("batch/v1", "Job"): "Job", ("batch/v1", "CronJob"): "CronJob",
+         ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview"}
 
 
 def _varint(data, pos):

@@ -28,8 +28,9 @@ _REASONS = {code: status.phrase for code, status in HTTPStatus.__members__.items
 class Request:
     """A parsed API request."""
 
-    def __init__(self, method, raw_path, headers, body):
+    def __init__(self, method, raw_path, headers, body, peer_cert=None):
         parts = urlsplit(raw_path)
+        self.peer_cert = peer_cert  # (getpeercert() dict, DER bytes) of a verified client certificate, or None
         self.method = method
         self.path = unquote(parts.path).rstrip("/") or "/"  # decoded, as Go's URL.Path (%3A: a name with ":")
         self.query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
@@ -139,7 +140,7 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        self.server.sim.handle(self, Request(self.command, self.path, self.headers, body))
+        self.server.sim.handle(self, Request(self.command, self.path, self.headers, body, _peer_cert(self.connection)))
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _dispatch
 
@@ -185,6 +186,18 @@ class Handler(BaseHTTPRequestHandler):
         """Write one chunk (empty data ends the stream)."""
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+def _peer_cert(connection):
+    """The client certificate of a TLS connection (verified against the simulator's CA), None without one."""
+    getpeercert = getattr(connection, "getpeercert", None)
+    if getpeercert is None:
+        return None
+    try:
+        cert = getpeercert()
+        return (cert, getpeercert(binary_form=True)) if cert else None
+    except ValueError:  # the handshake has not happened (a plain socket)
+        return None
 
 
 class Router:

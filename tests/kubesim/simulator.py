@@ -3,6 +3,7 @@
 import atexit
 import base64
 import collections
+import hashlib
 import os
 import random
 import secrets
@@ -78,6 +79,19 @@ def _pki():
         return dict(_PKI)
 
 
+def _client_certificate(directory, user, groups):
+    """A client certificate for ``user`` (CN) in ``groups`` (O), signed by the simulators' CA: ``(cert, key)`` paths."""
+    pki = _pki()
+    subject = "/CN=" + user + "".join("/O=" + g for g in groups)
+    base = os.path.join(directory, f"client-{secrets.token_hex(4)}")
+    for cmd in (["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", base + ".key",
+                 "-out", base + ".csr", "-subj", subject],
+                ["x509", "-req", "-in", base + ".csr", "-CA", pki["ca"], "-CAkey", os.path.join(pki["dir"], "ca.key"),
+                 "-CAcreateserial", "-CAserial", base + ".srl", "-out", base + ".crt", "-days", "2"]):
+        subprocess.run(["openssl", *cmd], check=True, capture_output=True)
+    return base + ".crt", base + ".key"
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -140,6 +154,8 @@ class Simulator:
             pki = _pki()
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(pki["cert"], pki["key"])
+            context.verify_mode = ssl.CERT_OPTIONAL  # client certificates signed by the CA authenticate (--client-ca-file)
+            context.load_verify_locations(pki["ca"])
             self.ca_cert = pki["ca"]
             with open(pki["ca"]) as f:
                 ca_pem = f.read()
@@ -216,6 +232,11 @@ class Simulator:
         self.users[token] = User(name, list(groups), admin, rules)
         return token
 
+    def issue_client_certificate(self, user, groups=()):
+        """``(cert path, key path)`` of a client certificate this simulator authenticates as ``user`` in ``groups``
+        (what an approved CertificateSigningRequest of signer ``kubernetes.io/kube-apiserver-client`` gives)."""
+        return _client_certificate(self.workdir, user, list(groups))
+
     def deny(self, token, verbs, resources, namespaces=None):
         """Add a deny rule to the user of ``token``."""
         self.users[token].deny.append(DenyRule(list(verbs), list(resources), namespaces))
@@ -281,6 +302,8 @@ class Simulator:
                 raise action
             if req.path not in ("/healthz", "/livez", "/readyz", "/version"):
                 req.user = self._authenticate(req)
+                if req.user.name == authz.ANONYMOUS and not is_resource:  # system:discovery is for authenticated users
+                    raise errors.ApiError(403, "Forbidden", f'forbidden: User "{authz.ANONYMOUS}" cannot get path "{req.path}"', {})
             if not is_resource:
                 answer = self.router.non_resource(req)
                 if answer is None:
@@ -302,32 +325,59 @@ class Simulator:
             log_once(code)
 
     def _authenticate(self, req):
+        """The caller, as kube-apiserver's authenticators find it: a client certificate the CA signed (CN the
+        user, O its groups) before a bearer token; no credentials at all is ``system:anonymous`` (the real
+        server's default ``--anonymous-auth``); an unknown token is 401."""
+        user = self._from_certificate(req.peer_cert)
         auth = req.headers.get("Authorization") or ""
-        user = self.users.get(auth[7:].strip()) if auth.startswith("Bearer ") else None
+        if user is None and auth:
+            user = self.users.get(auth[7:].strip()) if auth.startswith("Bearer ") else None
+            if user is None:
+                raise errors.unauthorized()
         if user is None:
-            raise errors.unauthorized()
+            user = User(authz.ANONYMOUS)
         return self._impersonate(req, user)
 
+    @staticmethod
+    def _from_certificate(peer):
+        """The user of a client certificate: CN its name, each O a group, its SHA-256 its credential id."""
+        if not peer:
+            return None
+        cert, der = peer
+        subject = [pair for rdn in cert.get("subject", ()) for pair in rdn]
+        name = next((v for k, v in subject if k == "commonName"), "")
+        groups = [v for k, v in subject if k == "organizationName"]
+        extra = {"authentication.kubernetes.io/credential-id": ["X509SHA256=" + hashlib.sha256(der).hexdigest()]}
+        return User(name, groups, "system:masters" in groups, extra=extra) if name else None
+
     def _impersonate(self, req, user):
-        """``Impersonate-User`` / ``Impersonate-Group``, as kube-apiserver's impersonation filter: the caller
-        needs the ``impersonate`` verb on ``users`` (``serviceaccounts`` for a service account) and ``groups``;
-        the request is then authorized as the impersonated user alone (a service account also gets the
-        ``system:serviceaccounts`` groups)."""
-        name = req.headers.get("Impersonate-User")
-        groups = list(req.headers.get_all("Impersonate-Group") or []) if hasattr(req.headers, "get_all") else []
+        """``Impersonate-User`` / ``-Uid`` / ``-Group`` / ``-Extra-<key>``, as kube-apiserver's impersonation
+        filter: the caller needs the ``impersonate`` verb on ``users`` (``serviceaccounts`` in its namespace for
+        a service account), ``groups``, ``uids`` and ``userextras/<key>`` (group ``authentication.k8s.io``); the
+        request is then authorized as the impersonated user alone (a service account impersonated without
+        groups gets the ``system:serviceaccounts`` groups). Uid, groups or extra without a user is 400.
+        (v1.36 words a refusal of a caller with no impersonation rights at all as ``cannot impersonate-on:
+        user-info:<verb>`` on the requested resource at times; the legacy words are used here.)"""
+        get_all = getattr(req.headers, "get_all", None)
+        name, uid = req.headers.get("Impersonate-User") or "", req.headers.get("Impersonate-Uid") or ""
+        groups = list(get_all("Impersonate-Group") or []) if get_all else []
+        extra = _impersonated_extra(req.headers)
         if not name:
-            if groups:
-                raise errors.ApiError(500, "InternalError", "requested impersonation of groups without a user")
+            if groups or uid or extra:
+                who = f'&user.DefaultInfo{{Name:"", UID:"{uid}", Groups:{_go_list(groups)}, Extra:{_go_map(extra)}}}'
+                raise errors.ApiError(400, "BadRequest", f"requested {who} without impersonating a user name")
             return user
         sa = name.split(":") if name.startswith("system:serviceaccount:") else None
-        checks = [("serviceaccounts", sa[3], sa[2]) if sa and len(sa) == 4 else ("users", name, None)]
-        checks += [("groups", g, None) for g in groups]
-        for plural, target, namespace in checks:
-            if not authz.allowed(self.cluster, user, "impersonate", "", plural, namespace, target):
-                raise errors.forbidden(user.name, "impersonate", None, namespace, target, "", plural)
-        if sa and len(sa) == 4:
-            groups += ["system:serviceaccounts", "system:serviceaccounts:" + sa[2]]
-        return User(name, groups, False, [])
+        checks = [("", "serviceaccounts", sa[3], sa[2]) if sa and len(sa) == 4 else ("", "users", name, None)]
+        checks += [("", "groups", g, None) for g in groups]
+        checks += [("authentication.k8s.io", "uids", uid, None)] if uid else []
+        checks += [("authentication.k8s.io", "userextras/" + k, v, None) for k, vs in extra.items() for v in vs]
+        for group, plural, target, namespace in checks:
+            if not authz.allowed(self.cluster, user, "impersonate", group, plural, namespace, target):
+                raise errors.forbidden(user.name, "impersonate", None, namespace, target, group, plural)
+        if sa and len(sa) == 4 and not groups:
+            groups = ["system:serviceaccounts", "system:serviceaccounts:" + sa[2]]
+        return User(name, groups, "system:masters" in groups, [], uid, extra)
 
     def _fault(self, req, is_resource):
         """Decide an injected fault: None, "drop" or an ApiError to answer with."""
@@ -365,6 +415,7 @@ class Simulator:
         entry = {"time": time.time(), "method": req.method, "path": req.path, "query": req.query, "verb": req.verb,
                  "resource": req.resource_label if req.verb else None, "namespace": req.namespace, "name": req.name,
                  "code": code, "user": req.user.name if req.user else None, "ms": round((time.monotonic() - started) * 1000, 3),
+                 "authorization": req.headers.get("Authorization"), "impersonate_user": req.headers.get("Impersonate-User"),
                  "content_type": req.headers.get("Content-Type"), "field_manager": req.query.get("fieldManager")}
         with self._log_lock:
             self.requests.append(entry)
@@ -401,8 +452,38 @@ class Simulator:
         elif rt.kind in ("SelfSubjectReview", "TokenReview"):
             target = user if rt.kind == "SelfSubjectReview" else self.users.get(out["spec"].get("token") or "")
             info = {"username": target.name, "groups": target.all_groups} if target else {}
+            if target and target.uid:
+                info["uid"] = target.uid
+            if target and target.extra:
+                info["extra"] = dict(target.extra)
+            if rt.kind == "SelfSubjectReview":
+                out["metadata"] = {"creationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                out.pop("spec", None)
             out["status"] = {"userInfo": info} if rt.kind == "SelfSubjectReview" else {"authenticated": bool(target), "user": info}
         return out
+
+
+def _impersonated_extra(headers):
+    """``{key: [values]}`` of the ``Impersonate-Extra-<key>`` headers (keys lower-cased and %-decoded, as the real server)."""
+    from urllib.parse import unquote
+
+    extra = {}
+    for key, value in headers.items():
+        if key.lower().startswith("impersonate-extra-"):
+            extra.setdefault(unquote(key[len("impersonate-extra-"):].lower()), []).append(value)
+    return extra
+
+
+def _go_list(values):
+    inner = ", ".join(f'"{v}"' for v in values)
+    return f"[]string{{{inner}}}" if values else "[]string(nil)"
+
+
+def _go_map(extra):
+    if not extra:
+        return "map[string][]string(nil)"
+    inner = ", ".join(f'"{k}":{_go_list(v)}' for k, v in sorted(extra.items()))
+    return f"map[string][]string{{{inner}}}"
 
 
 def _error_for(code, retry_after):

@@ -148,35 +148,35 @@ def test_token_file_wins_when_readable(tmp_path):
         A._read_token_file(cfg)
 
 
-def test_exec_user_loads_through_the_kubernetes_package_with_the_selected_context(tmp_path, monkeypatch):
+def test_auth_provider_loads_through_the_kubernetes_package_with_the_selected_context(tmp_path, monkeypatch):
     calls = []
 
-    def fake(kubeconfig=None, context=None, persist_config=None, in_cluster=False):
-        calls.append((kubeconfig, context, persist_config, in_cluster))
-        return K.ClusterConfig("https://from-package")
+    def fake(cfg, kubeconfig, context, persist_config=None):
+        calls.append((kubeconfig, context, persist_config))
+        return lambda: "Bearer from-provider"
 
-    monkeypatch.setattr(A, "_kubernetes_config", fake)
-    doc = simple(user={"exec": {"command": "x", "apiVersion": "client.authentication.k8s.io/v1"}}, namespace="ns")
+    monkeypatch.setattr(A.pkgauth, "provider_authorization", fake)
+    doc = simple(user={"auth-provider": {"name": "oidc", "config": {}}}, namespace="ns")
     path = write(tmp_path / "config", doc)
     cfg, namespace = A.load_configuration(A.resolve_auth_params({"kubeconfig": str(path)}, {}), {})
-    assert calls == [(str(path), "ctx", None, False)]
-    assert (cfg.host, namespace) == ("https://from-package", "ns")
+    assert calls == [(str(path), "ctx", None)]
+    assert (cfg.host, namespace, cfg.authorization()) == ("https://c.example:6443", "ns", "Bearer from-provider")
 
 
 def test_in_cluster_first_only_without_kubeconfig_and_context(tmp_path, monkeypatch):
     calls = []
 
-    def fake(kubeconfig=None, context=None, persist_config=None, in_cluster=False):
-        calls.append(in_cluster)
-        return K.ClusterConfig("https://in-cluster") if in_cluster else None
+    def fake():
+        calls.append(True)
+        return K.ClusterConfig("https://in-cluster")
 
-    monkeypatch.setattr(A, "_kubernetes_config", fake)
-    monkeypatch.setattr(A, "_in_cluster", lambda environ: True)
+    monkeypatch.setattr(A.pkgauth, "in_cluster_config", fake)
+    monkeypatch.setattr(A.pkgauth, "in_cluster", lambda environ: True)
     env = {"KUBECONFIG": str(write(tmp_path / "config", simple()))}
     assert A.load_configuration(A.resolve_auth_params({}, env), env)[0].host == "https://in-cluster"
     assert A.load_configuration(A.resolve_auth_params({"context": "ctx"}, env), env)[0].host == "https://c.example:6443"
     assert calls == [True]
-    monkeypatch.setattr(A, "_kubernetes_config", lambda **kwargs: None)  # service account not usable: kubeconfig
+    monkeypatch.setattr(A.pkgauth, "in_cluster_config", lambda: None)  # service account not usable: kubeconfig
     assert A.load_configuration(A.resolve_auth_params({}, env), env)[0].host == "https://c.example:6443"
 
 
@@ -232,30 +232,6 @@ def test_tls_server_name_is_the_name_checked(kubesim, name, ok):
     else:
         with pytest.raises(ApiError, match="certificate"):
             client.get("/version")
-
-
-@pytest.mark.sim_only
-def test_exec_plugin_runs_through_the_kubernetes_package_per_request(kubesim, tmp_path):
-    pytest.importorskip("kubernetes")
-    count = tmp_path / "count"
-    plugin = tmp_path / "plugin.py"
-    plugin.write_text(textwrap.dedent("""\
-        import datetime, json, os, sys
-        with open(sys.argv[1], "a") as f:
-            f.write("x")
-        soon = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=1)  # inside the 5 min skew
-        status = {"token": os.environ["PLUGIN_TOKEN"], "expirationTimestamp": soon.strftime("%Y-%m-%dT%H:%M:%SZ")}
-        print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": status}))
-        """))
-    doc = yaml.safe_load(Path(kubesim.kubeconfig).read_text())
-    doc["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
-                                        "args": [str(plugin), str(count)], "interactiveMode": "Never",
-                                        "env": [{"name": "PLUGIN_TOKEN", "value": kubesim.token}]}}
-    client, namespace = A.build_client({"kubeconfig": write(tmp_path / "kc", doc).as_posix()}, environ={})
-    assert namespace == "default"
-    client.get("/version")
-    client.get("/version")
-    assert len(count.read_text()) >= 3  # at load, then again for each request (the token is about to expire)
 
 
 def test_client_certificate_data_never_stays_on_disk(mtls_server, monkeypatch):

@@ -107,7 +107,21 @@ def test_a_server_that_never_answers_fails_within_timeout_plus_budget(silent_ser
     elapsed = time.monotonic() - started
     # attempts start while less than the budget has passed: 0.3 s each, so 2 attempts (0.6 s), not 6 x 0.3 s
     assert c.counts["GET"] == 2 and elapsed < 1.5, (c.counts, elapsed)
-    assert info.value.status == 0 and "gave up after 2 attempt(s)" in str(info.value)
+    assert info.value.status == 0 and str(info.value) == (
+        f"cannot reach {silent_server}: the server did not answer within 0.3 s (request_timeout) (2 tries in 1 s)")
+
+
+def test_a_dead_server_reads_as_plain_words():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    c = KubeClient(f"https://127.0.0.1:{port}")
+    c.sleep = lambda s: None
+    with pytest.raises(ApiError) as info:
+        c.get("/api/v1/namespaces/default/configmaps")
+    assert str(info.value) == f"cannot reach https://127.0.0.1:{port}: connection refused (6 tries in 0 s)"
+    assert (info.value.status, info.value.reason, info.value.method) == (0, "ConnectionError", "GET")
 
 
 def test_default_timeouts_keep_a_dead_server_under_a_minute():

@@ -206,12 +206,25 @@ def test_stack_args_carry_the_task_options_and_the_phase():
 
 
 def test_a_source_with_its_own_kubeconfig_gets_none_of_the_host_credentials():
+    # none of the job's connection settings (validate_certs, impersonation included), and no K8S_AUTH_* either
     (s,) = resolve({"repo": "file:///r", "stack": "t", "kubeconfig": "/tenant", "impersonate_user": "",
                     "record_namespace": "team", "state": "absent"})
-    args = sp.stack_args(s, "", None, PARAMS, "prune")
-    assert args == {"kubeconfig": "/tenant", "validate_certs": False, "field_manager": "fm", "max_prune": "10%",
-                    "record_namespace": "team", "name": "t", "state": "absent", "prune": True}
+    params = dict(PARAMS, proxy="http://job-proxy", request_timeout=5.0)
+    args = sp.stack_args(s, "", None, params, "prune", environ={"K8S_AUTH_KUBECONFIG": "/job"})
+    assert args == {"kubeconfig": "/tenant", "k8s_auth_env": False, "field_manager": "fm", "max_prune": "10%",
+                    "request_timeout": 5.0, "record_namespace": "team", "name": "t", "state": "absent", "prune": True}
+    assert set(sp.HOST_CREDENTIALS) >= {"host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key",
+                                        "proxy", "no_proxy", "impersonate_user", "impersonate_groups", "username",
+                                        "password", "context", "kubeconfig"}
+
+
+def test_a_source_with_its_own_context_looks_it_up_in_the_job_kubeconfig_file_only():
     (s,) = resolve({"repo": "file:///r", "stack": "t", "context": "tenant", "impersonate_user": "sa"})
-    args = sp.stack_args(s, "c", [], PARAMS, "prune")
-    assert (args["context"], args["impersonate_user"], args["impersonate_groups"]) == ("tenant", "sa", ["g"])
-    assert "kubeconfig" not in args and "api_key" not in args and "ca_cert" not in args
+    args = sp.stack_args(s, "c", [], PARAMS, "prune", environ={"K8S_AUTH_KUBECONFIG": "/job"})
+    assert (args["context"], args["kubeconfig"], args["k8s_auth_env"]) == ("tenant", "/host/kubeconfig", False)
+    assert args["impersonate_user"] == "sa" and "impersonate_groups" not in args  # not the job's groups
+    assert "api_key" not in args and "ca_cert" not in args and "validate_certs" not in args
+    args = sp.stack_args(s, "c", [], dict(PARAMS, kubeconfig=None), "prune", environ={"K8S_AUTH_KUBECONFIG": "/job"})
+    assert args["kubeconfig"] == "/job"
+    args = sp.stack_args(s, "c", [], dict(PARAMS, kubeconfig=None), "prune", environ={})
+    assert "kubeconfig" not in args  # then KUBECONFIG or ~/.kube/config, as kubectl

@@ -1,0 +1,95 @@
+"""What a person reads when the API server cannot be reached (issue 30): a dead server, a server that is not
+TLS, a host name that does not resolve -- plain words and the URL, no urllib3 internals, no stray status 0.
+
+The servers here are local stand-ins (a closed port, a plain HTTP server, a ``.invalid`` name), so these tests
+run the same with or without ``STACKSYNC_TEST_KUBECONFIG``."""
+
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import yaml
+
+try:
+    from .test_sync_helpers import GitRepo, configmap, localhost_play, module_task, run_play, run_playbook, write_inventory
+except ImportError:  # rootdir-relative import (tests/integration is not a package)
+    from test_sync_helpers import GitRepo, configmap, localhost_play, module_task, run_play, run_playbook, write_inventory
+
+#: what must never reach a person: urllib3's class names and reprs, errno numbers, a status 0
+INTERNALS = ("urllib3", "HTTPSConnection", "NewConnectionError", "ConnectionError", "Errno", "0 ConnectionError",
+             "Max retries", "_ssl.c", "gave up after")
+
+
+def closed_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture
+def plain_http():
+    class Quiet(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield httpd.server_address[1]
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def kubeconfig(tmp_path, server):
+    doc = {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+           "users": [{"name": "u", "user": {"token": "t"}}], "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+           "current-context": "x"}
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def stack_result(tmp_path, server):
+    tasks = module_task("stack", {"resources": [configmap("c1", "default", {"k": "v"})]}, ignore_errors=True)
+    played = run_play(tmp_path, localhost_play(tasks), {"stack": "dead", "ns": "default", "kc": kubeconfig(tmp_path, server)})
+    return played.result
+
+
+def test_a_dead_server(tmp_path):
+    port = closed_port()
+    result = stack_result(tmp_path, f"https://127.0.0.1:{port}")
+    assert result["failed"] is True
+    msg = result["msg"]
+    assert msg.startswith(f"cannot reach https://127.0.0.1:{port}: connection refused (6 tries in "), msg
+    assert msg.endswith(" s)"), msg
+    assert not [word for word in INTERNALS if word in msg], msg
+
+
+def test_a_server_that_does_not_speak_tls(tmp_path, plain_http):
+    result = stack_result(tmp_path, f"https://127.0.0.1:{plain_http}")
+    msg = result["msg"]
+    # not retried: the same server gives the same answer
+    assert msg == f"cannot reach https://127.0.0.1:{plain_http}: TLS handshake failed: wrong version number (is it an http:// server?)", msg
+    assert not [word for word in INTERNALS if word in msg], msg
+
+
+def test_a_host_name_that_does_not_resolve(tmp_path):
+    result = stack_result(tmp_path, "https://stacksync-no-such-host.invalid:6443")
+    msg = result["msg"]
+    assert msg.startswith("cannot reach https://stacksync-no-such-host.invalid:6443: the server's host name does not resolve (DNS: "), msg
+    assert not [word for word in INTERNALS if word in msg], msg
+
+
+def test_a_dead_server_through_the_role(tmp_path):
+    port = closed_port()
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("deploy/c1.yml", configmap("c1", "default", {"k": "v"}))
+    repo.commit("c1")
+    inventory = write_inventory(tmp_path / "clusters.yml", {"cluster": {"stacksync_kubeconfig": kubeconfig(tmp_path, f"https://127.0.0.1:{port}")}})
+    run = run_playbook(inventory, {"stacksync_cache_dir": str(tmp_path / "cache"),
+                                   "stacksync_sources": [{"repo": repo.url, "path": "deploy", "stack": "dead"}]})
+    assert run.rc != 0, run.tail()
+    assert f"cannot reach https://127.0.0.1:{port}: connection refused (6 tries in " in run.output, run.tail()
+    assert not [word for word in INTERNALS if word in run.output], run.tail()
