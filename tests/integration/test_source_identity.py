@@ -80,9 +80,10 @@ def record(client, stack):
 
 
 def live(client, ns, kind="configmaps"):
+    """``{name: (uid, stack)}`` of the objects of a stack in ``ns`` (the cluster's own CA bundles left out)."""
     items = client.get(f"/api/v1/namespaces/{ns}/{kind}")["items"]
-    return {i["metadata"]["name"]: (i["metadata"]["uid"], (i["metadata"].get("labels") or {}).get("stacksync.io/stack"))
-            for i in items if i["metadata"]["name"] != "kube-root-ca.crt"}
+    labels = [(i, (i["metadata"].get("labels") or {}).get("stacksync.io/stack")) for i in items]
+    return {i["metadata"]["name"]: (i["metadata"]["uid"], stack) for i, stack in labels if stack}
 
 
 def writes_since(kube, since, path=""):
