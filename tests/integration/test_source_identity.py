@@ -122,6 +122,13 @@ def test_upgrading_to_the_new_default_names_deletes_nothing(env, kube):
     assert {label for _uid, label in before.values()} == {old} and set(before) == {"a", "b", "s"}
     since = mark(kube)
 
+    check = sync(tmp_path, inventory, [{"repo": repo.url}], "--check")
+    assert check.rc == 0, check.tail()
+    assert [line for line in said(check, new) if "take over" in line] == [
+        f"would take over stack {old}, its name before 0.2.0 (the default stack names changed): its objects become "
+        "this stack's, none is deleted"], check.stdout
+    assert record(client, old) is not None and dict(live(client, ns), **live(client, ns, "secrets")) == before
+
     run = sync(tmp_path, inventory, [{"repo": repo.url}])
     assert run.rc == 0, run.tail()
     after = dict(live(client, ns), **live(client, ns, "secrets"))
@@ -206,7 +213,7 @@ def test_two_sources_whose_old_names_collided_keep_their_own_objects(env, kube):
 ])
 def test_a_survey_value_never_runs_a_command_on_the_controller(env, kube, field, value, refused):
     """docs/awx.md makes `version` a survey field: whoever launches the job types it."""
-    tmp_path, suffix, client, inventory, cleanup = env
+    tmp_path, suffix, client, inventory, _cleanup = env
     marker = tmp_path / "pwned"
     ns = f"survey-{suffix}"
     repo = GitRepo(tmp_path / "repo")
@@ -217,7 +224,7 @@ def test_a_survey_value_never_runs_a_command_on_the_controller(env, kube, field,
     run = sync(tmp_path, inventory, [source])
     assert run.rc != 0 and not marker.exists(), run.tail()
     assert refused.format(marker=marker) in run.stdout, run.tail()
-    assert writes_since(kube, since) == []
+    assert writes_since(kube, since) == [] and record(client, f"survey-{suffix}") is None
 
 
 def test_the_source_role_refuses_them_too(tmp_path):
@@ -237,7 +244,7 @@ def test_the_source_role_refuses_them_too(tmp_path):
 # -- credentials in a URL: userinfo and query string, nowhere printed or returned -------------------------------
 def test_query_string_tokens_are_printed_nowhere(env, kube):
     """`?access_token=` / `?private_token=` carry credentials as much as `user:token@` does."""
-    tmp_path, suffix, client, inventory, cleanup = env
+    tmp_path, suffix, _client, inventory, cleanup = env
     ns = f"token-{suffix}"
     token = "glpatQ7S3cretTok"
     repo = GitRepo(tmp_path / f"repo?private_token={token}")  # git takes a file:// path literally
