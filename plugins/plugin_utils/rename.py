@@ -86,6 +86,6 @@ def rename_line(legacy, absent, check_mode=False):
         return ("would take over stack %s, its name before 0.2.0 (the default stack names changed): its objects "
                 "become this stack's, none is deleted" % legacy)
     pruned = int((absent.get("counts") or {}).get("pruned", 0))
+    tail = "; %d of its objects no longer in git were pruned" % pruned if pruned else ", nothing was deleted"
     return ("took over stack %s, its name before 0.2.0 (the default stack names changed): its objects are this "
-            "stack's now and its record is removed%s" % (legacy, "; %d of its objects no longer in git were pruned"
-                                                          % pruned if pruned else ", nothing was deleted"))
+            "stack's now and its record is removed%s" % (legacy, tail))
