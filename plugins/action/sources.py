@@ -121,8 +121,8 @@ class ActionModule(ActionBase):
         args = sp.stack_args(dict(source, stack=name, state="absent"), "", None, params, "prune")
         res = self._run_stack(dict((k, v) for k, v in args.items() if k in INFO_SPEC), task_vars, INFO)
         if res.get("failed"):
-            self._say(source["stack"], "cannot tell whether stack %s (its name before 0.2.0) exists, so it is left "
-                                       "alone: %s" % (name, res.get("msg")))
+            self._say(source["stack"], "cannot read the record of stack %s, so the stack of this source's name before "
+                                       "0.2.0 is not taken over: %s" % (name, res.get("msg")))
             return False, None
         return True, res.get("record") or {}
 
