@@ -18,13 +18,16 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
+from ansible_collections.stacksync.k8s.plugins.module_utils.info import ARGUMENT_SPEC as INFO_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import rename as rn
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout, run_token
 
 display = Display()
 
 STACK = "stacksync.k8s.stack"
+INFO = "stacksync.k8s.stack_info"
 LOOKUP = "stacksync.k8s.manifests"
 
 
@@ -103,13 +106,49 @@ class ActionModule(ActionBase):
                       len(resources), time.monotonic() - started))
         return source, co["commit"], resources, None
 
-    def _run_stack(self, args, task_vars):
+    def _run_stack(self, args, task_vars, module=STACK):
         task = self._task.copy(exclude_parent=False, exclude_tasks=True)
         task.args = args
         action = self._shared_loader_obj.action_loader.get(
-            STACK, task=task, connection=self._connection, play_context=self._play_context, loader=self._loader,
+            module, task=task, connection=self._connection, play_context=self._play_context, loader=self._loader,
             templar=self._templar, shared_loader_obj=self._shared_loader_obj)
         return action.run(task_vars=task_vars)
+
+    # -- stacks named otherwise before 0.2.0: taken over once (plugin_utils/rename.py) -------------
+
+    def _record(self, name, source, params, task_vars):
+        """``(read, record)`` of stack ``name`` with ``source``'s connection (``stack_info``; ``{}``: no record)."""
+        args = sp.stack_args(dict(source, stack=name, state="absent"), "", None, params, "prune")
+        res = self._run_stack(dict((k, v) for k, v in args.items() if k in INFO_SPEC), task_vars, INFO)
+        if res.get("failed"):
+            self._say(source["stack"], "cannot read the record of stack %s, so the stack of this source's name before "
+                                       "0.2.0 is not taken over: %s" % (name, res.get("msg")))
+            return False, None
+        return True, res.get("record") or {}
+
+    def _take_overs(self, prepared, params, task_vars):
+        """``{legacy name: [source]}``: the legacy stacks this run takes over (:func:`.rename.takes_over`)."""
+        out = {}
+        for legacy, sources in rn.renames([p[0] for p in prepared if not p[3]]).items():
+            read, old = self._record(legacy, sources[0], params, task_vars)
+            if not read or not old:
+                continue
+            news = [self._record(s["stack"], s, params, task_vars) for s in sources]
+            if all(r and rn.takes_over(old, new) for r, new in news):
+                out[legacy] = sources
+        return out
+
+    def _take_over(self, legacy, sources, params, task_vars, results):
+        """Delete the legacy stack once its sources applied and pruned; its outcome goes to their results."""
+        if any((results.get(s["stack"]) or {}).get("failed") for s in sources):
+            return
+        absent = None
+        if not self._task.check_mode:  # a dry run would list as pruned what the new stack's real run relabels
+            absent = self._run_stack(sp.stack_args(dict(sources[0], stack=legacy, state="absent"), "", None, params,
+                                                   "prune"), task_vars)
+            results[sources[0]["stack"]] = rn.renamed_result(results.get(sources[0]["stack"]), legacy, absent)
+        for s in sources:
+            self._say(s["stack"], rn.rename_line(legacy, absent, bool(self._task.check_mode)))
 
     def _say(self, stack, text):
         display.display("stacksync [%s] stack %s: %s" % (self._host, stack, text))
@@ -120,6 +159,7 @@ class ActionModule(ActionBase):
         present = [p for p in prepared if p[0]["state"] == "present"]
         one_run = len(prepared) == 1 and bool(present) and present[0][0]["prune"]
         waited = sp.dependents([p[0] for p in prepared])
+        take_overs = self._take_overs(prepared, params, task_vars)
         applied, failed, seconds = {}, set(), {}
         for source, commit, resources, error in present:
             blocked = sp.blocked_by(source, failed)
@@ -155,6 +195,8 @@ class ActionModule(ActionBase):
                 seconds[source["stack"]] = seconds.get(source["stack"], 0.0) + took
                 pruned[source["stack"]] = res
                 self._say(source["stack"], self._outcome(res, took, "prune" if source["state"] == "present" else "delete"))
+        for legacy, sources in take_overs.items() if not failed else ():
+            self._take_over(legacy, sources, params, task_vars, applied if one_run else pruned)
         return [sp.stack_entry(s, commit, len(resources or []), applied.get(s["stack"]), pruned.get(s["stack"]),
                                one_run=one_run, seconds=seconds.get(s["stack"], 0.0),
                                blocked=sp.blocked_by(s, failed) if s["stack"] not in applied else None, error=error)

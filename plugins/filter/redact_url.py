@@ -12,8 +12,9 @@ author: stacksync.k8s contributors (@stacksync)
 version_added: "0.1.0"
 short_description: Remove credentials from a git URL, or from every URL in a text
 description:
-  - Drops the C(user:token@) part of C(scheme://) URLs, and the C(user@) of an scp-like address
-    (C(git@github.com:acme/infra.git) becomes C(github.com:acme/infra.git)).
+  - Drops the C(user:token@) part and the query string and fragment (C(?access_token=...), C(?private_token=...))
+    of C(scheme://) URLs, and the C(user@) of an scp-like address (C(git@github.com:acme/infra.git) becomes
+    C(github.com:acme/infra.git)).
   - Applied to a longer text (an error message, say), removes the credentials of every C(scheme://) URL in it.
 options:
   _input:
@@ -26,6 +27,10 @@ EXAMPLES = r"""
 - name: "https://github.com/acme/infra.git"
   ansible.builtin.debug:
     msg: "{{ 'https://user:tok@github.com/acme/infra.git' | stacksync.k8s.redact_url }}"
+
+- name: "https://gitlab.example.com/acme/infra.git"
+  ansible.builtin.debug:
+    msg: "{{ 'https://gitlab.example.com/acme/infra.git?private_token=glpat-x' | stacksync.k8s.redact_url }}"
 """
 
 RETURN = r"""

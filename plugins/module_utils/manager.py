@@ -24,6 +24,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils import plan as P
 from ansible_collections.stacksync.k8s.plugins.module_utils.apply import Applier, ApplyError, foreign_owned, shared_objects
 from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import RELEASED, ChangeSet
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import confine_prune
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LeaseLock, LockError
@@ -171,8 +172,8 @@ class StackManager:
         """The prune plan with its facts: what other stacks declare, what Namespaces / CRDs hold."""
         if plan.deletes and not plan.final:
             declared, contents = self.pruner.facts(plan.prune)
-            plan.prune = P.prune_plan(plan.snap.ours, self.stack, set(d.oid for d in desired),
-                                      set(d.checksum for d in desired), declared, contents)
+            plan.prune = confine_prune(P.prune_plan(plan.snap.ours, self.stack, set(d.oid for d in desired),
+                                                    set(d.checksum for d in desired), declared, contents), self.opts.policy)
         plan.final = True
         return plan
 

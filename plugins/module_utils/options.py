@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_OPTIONS, compile_policy
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import DEFAULT_FIELD_MANAGER
 from ansible_collections.stacksync.k8s.plugins.module_utils.drift import compile_patterns
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import prune_limit
@@ -20,6 +21,7 @@ DEFAULTS = dict(
     record_namespace="kube-system", commit=None, phase="all", concurrency=16, full_prune_scan=False,
     check_mode=False, diff=False, diff_full=True, wait=False, wait_timeout=300, wait_conditions=None, discovery_cache_dir=None,
     lock_timeout=300, lease_duration=60, crd_timeout=60, poll_interval=1.0, max_prune=None, takeover_managers=None,
+    confinement=None,
 )
 
 
@@ -42,6 +44,7 @@ class StackOptions:
         try:
             prune_limit(values["max_prune"], 0)
             self.takeover = compile_patterns(values["takeover_managers"])
+            self.policy = compile_policy(values["confinement"])  # None: not confined (see .confinement)
         except ValueError as e:
             raise OptionError(str(e)) from None
         self.stack = stack
@@ -74,4 +77,5 @@ def options_from_params(params, context_namespace=None, check_mode=False, diff=F
                  max_prune="max_prune", lock_timeout="wait_timeout", takeover_managers="takeover_managers")
     options = dict((option, params[param]) for option, param in names.items() if params.get(param) is not None)
     options["namespace"] = params.get("namespace") or context_namespace or "default"
+    options["confinement"] = dict((k, params.get(k)) for k in POLICY_OPTIONS)
     return StackOptions(params["name"], check_mode=check_mode, diff=diff, diff_full=diff_full, **options)

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import confinement_problems
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import ResourceInfo, UnknownKind
 from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
@@ -177,6 +178,7 @@ def prepare(resources, discovery, opts, warn):
             errors.append("%s: %s" % (_described(m, given_namespace, i, src), problem))
             continue
         desired.append(Desired(oid, info, m, i, from_crd, src))
+    errors.extend(confinement_problems(desired, getattr(opts, "policy", None)))  # resolved identities, before any write
     if errors:
         raise PrepareError("cannot sync stack %r: %s" % (opts.stack, "; ".join(errors[:20])))
     return desired

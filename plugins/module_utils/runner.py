@@ -23,6 +23,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
     build_client,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import missing_requirement
+from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
@@ -72,6 +73,7 @@ ARGUMENT_SPEC = dict(
     discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
+ARGUMENT_SPEC.update(POLICY_SPEC)
 
 MUTUALLY_EXCLUSIVE = [("resources", "src", "resources_file")]
 

@@ -23,11 +23,18 @@ options:
   repo:
     description:
       - Repository URL (C(https://), C(ssh://), C(file://), scp-like C(git@host:org/repo.git) or a local path).
-      - Never returned or printed; error messages name the URL without its credentials.
+      - Only these transports are allowed, and git's C(protocol.allow) is set to them for every git command.
+        C(http://), C(git://), remote helpers such as C(ext::) or C(fd::), and a URL beginning with C(-) are refused
+        before git runs.
+      - Never returned or printed; error messages name the URL without its credentials (C(user:token@) and the
+        query string, such as C(?private_token=...), removed).
     type: str
     required: true
   version:
-    description: Branch, tag or commit (full or abbreviated) to check out. V(HEAD) is the remote's default branch.
+    description:
+      - Branch, tag or commit (full or abbreviated) to check out. V(HEAD) is the remote's default branch.
+      - A name C(git check-ref-format) refuses (C(..), C(@{), C(~), C(^), C(:), spaces, ...) or one beginning with
+        C(-) or C(+) is refused before git runs; it is never read as a git option.
     type: str
     default: HEAD
   path:
@@ -102,10 +109,10 @@ commit:
   type: str
   sample: 4f1c0e9a1b2c3d4e5f60718293a4b5c6d7e8f901
 stack:
-  description: O(stack), or the stack name derived from O(repo) and O(path).
+  description: O(stack), or the stack name derived from O(repo) and O(path) (filter C(stacksync.k8s.stack_name)).
   returned: success
   type: str
-  sample: github.com-example-platform-deploy
+  sample: platform-deploy-3f0c9a1b2d
 fetched:
   description: Whether this run fetched the checkout (false when another host's run of the task already did).
   returned: success
@@ -113,8 +120,9 @@ fetched:
   sample: true
 reason:
   description:
-    - Why the task failed, V(invalid) (O(path) or O(stack)), V(checkout) (git failed) or V(no directory) (O(path)
-      is not a directory at that commit), next to the message in C(msg).
+    - Why the task failed, V(invalid) (O(path) or O(stack)), V(refused) (O(repo) or O(version) cannot be given to
+      git, see O(repo) and O(version)), V(checkout) (git failed) or V(no directory) (O(path) is not a directory at
+      that commit), next to the message in C(msg).
   returned: failure
   type: str
   sample: checkout

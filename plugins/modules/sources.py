@@ -40,11 +40,18 @@ options:
     required: true
     suboptions:
       repo:
-        description: Git repository URL (C(https://), C(ssh://), scp-like, C(file://) or a local path).
+        description:
+          - Git repository URL (C(https://), C(ssh://), scp-like, C(file://) or a local path). Other transports
+            (C(http://), C(git://), C(ext::), C(fd::)) and a URL beginning with C(-) are refused before anything is
+            fetched; git's C(protocol.allow) is set to these transports for every git command.
+          - Messages, results and the summary show it without credentials (C(user:token@) and the query string).
         type: str
         required: true
       version:
-        description: Branch, tag or commit (full or abbreviated). Defaults to O(version).
+        description:
+          - Branch, tag or commit (full or abbreviated). Defaults to O(version).
+          - A name C(git check-ref-format) refuses, or one beginning with C(-) or C(+), is refused before anything is
+            fetched (it is never read as a git option, so a survey field is safe).
         type: str
       path:
         description: Directory inside the repository holding the manifests. Defaults to O(path).
@@ -52,7 +59,15 @@ options:
       stack:
         description:
           - Stack name (a label value). Defaults to a name derived from O(sources[].repo) and O(sources[].path)
-            (filter C(stacksync.k8s.stack_name)). Stack names must be unique within one sync.
+            (filter C(stacksync.k8s.stack_name)), the repository's last path segment and the path, then a hash of
+            the normalised URL and path (C(infra-clusters-prod-3f0c9a1b2d)). Stack names must be unique within one
+            sync.
+          - "Releases before 0.2.0 derived another name (C(github.com-acme-infra-clusters-prod)). A source with a
+            derived name takes the stack of its old name over on its first sync: when that stack has a record and
+            the new one never completed a sync, the new stack applies (the objects become its own, none is deleted),
+            then the old stack is deleted with state absent once every stack applied and pruned (it releases what the
+            new stack declares and deletes only what left git), and the task says so once. To keep the old name, set
+            O(sources[].stack) to it (filter C(stacksync.k8s.stack_name) with C(legacy=true))."
         type: str
       include:
         description: Glob patterns (relative to O(sources[].path)) of the files to read.
@@ -109,6 +124,37 @@ options:
             a cycle fails the task before anything is fetched or written.
         type: list
         elements: str
+      allowed_namespaces:
+        description:
+          - Confine this source's stack to these namespaces (names or globs), as
+            O(stacksync.k8s.stack#module:allowed_namespaces). An object in another namespace (after O(sources[].namespace)
+            filled it in) fails the stack before any write, naming the stack, the object and the rule, and a live one
+            is never pruned. Confining a source also refuses cluster-scoped objects unless
+            O(sources[].allow_cluster_scoped=true).
+          - Defaults to O(allowed_namespaces).
+        type: list
+        elements: str
+        version_added: 0.2.0
+      allowed_kinds:
+        description:
+          - Confine this source's stack to these kinds (V(ConfigMap), V(Deployment.apps), V(*.cert-manager.io)), as
+            O(stacksync.k8s.stack#module:allowed_kinds). Defaults to O(allowed_kinds).
+        type: list
+        elements: str
+        version_added: 0.2.0
+      denied_kinds:
+        description:
+          - Kinds this source's stack may not hold, as O(stacksync.k8s.stack#module:denied_kinds). Defaults to
+            O(denied_kinds).
+        type: list
+        elements: str
+        version_added: 0.2.0
+      allow_cluster_scoped:
+        description:
+          - Whether this source's stack, once confined, may hold cluster-scoped objects, as
+            O(stacksync.k8s.stack#module:allow_cluster_scoped). Defaults to O(allow_cluster_scoped).
+        type: bool
+        version_added: 0.2.0
   version:
     description: Default branch, tag or commit of the sources; V(HEAD) is the remote's default branch.
     type: str
@@ -125,12 +171,31 @@ options:
     description: Print the summary table at the end.
     type: bool
     default: true
+  allow_cluster_scoped:
+    description: As O(stacksync.k8s.stack#module:allow_cluster_scoped), for every stack without its own.
+    type: bool
+    version_added: 0.2.0
   allow_empty:
     description: As O(stacksync.k8s.stack#module:allow_empty), for every stack.
     type: bool
+  allowed_kinds:
+    description: As O(stacksync.k8s.stack#module:allowed_kinds), for every stack without its own.
+    type: list
+    elements: str
+    version_added: 0.2.0
+  allowed_namespaces:
+    description: As O(stacksync.k8s.stack#module:allowed_namespaces), for every stack without its own.
+    type: list
+    elements: str
+    version_added: 0.2.0
   concurrency:
     description: As O(stacksync.k8s.stack#module:concurrency).
     type: int
+  denied_kinds:
+    description: As O(stacksync.k8s.stack#module:denied_kinds), for every stack without its own.
+    type: list
+    elements: str
+    version_added: 0.2.0
   discovery_cache_dir:
     description: As O(stacksync.k8s.stack#module:discovery_cache_dir).
     type: path

@@ -223,6 +223,7 @@ options:
         whole stack on purpose.
     type: str
 extends_documentation_fragment:
+  - stacksync.k8s.confinement
   - stacksync.k8s.k8s_auth
   - stacksync.k8s.render
   - stacksync.k8s.discovery_cache

@@ -70,6 +70,7 @@ options:
     type: int
     default: 16
 extends_documentation_fragment:
+  - stacksync.k8s.confinement
   - stacksync.k8s.k8s_auth
   - stacksync.k8s.render
   - stacksync.k8s.discovery_cache

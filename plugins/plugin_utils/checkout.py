@@ -23,23 +23,39 @@ import posixpath
 import re
 import subprocess
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url, stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.naming import legacy_stack_name, redact_url, stack_name
 from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.gitcheck import (
+    ALLOWED_PROTOCOLS,
+    FULL_SHA_RE,
+    SHA_RE,
+    check_version,
+    plain_error,
+    repo_transport,
+)
 
 MARKER = "stacksync-fetched"  # in the checkout's .git directory: the run token of the last fetch
-_SHA_RE = re.compile(r"^[0-9a-fA-F]{4,40}$")
 _ALL_REFS = ("+refs/heads/*:refs/stacksync/heads/*", "+refs/tags/*:refs/stacksync/tags/*")
 GIT_TIMEOUT = 600
+#: configuration every git command runs with: only :data:`.gitcheck.ALLOWED_PROTOCOLS` (git's ``protocol.allow``,
+#: for redirects and anything git starts too), no hooks, no fsmonitor, no submodules
+GIT_CONFIG = (
+    ("protocol.allow", "never"), *(("protocol.%s.allow" % p, "always") for p in ALLOWED_PROTOCOLS),
+    ("core.hooksPath", os.devnull), ("core.fsmonitor", "false"), ("submodule.recurse", "false"),
+    ("fetch.recurseSubmodules", "false"), ("safe.bareRepository", "explicit"))
+#: first git versions whose ``fetch`` / ``rev-parse`` take ``--end-of-options``
+END_OF_OPTIONS = {"fetch": (2, 24), "rev-parse": (2, 30)}
 
 
 #: why :func:`checkout_source` failed (``CheckoutError.reason``)
-INVALID, NOT_CHECKED_OUT, NO_DIRECTORY = "invalid", "checkout", "no directory"
+INVALID, REFUSED, NOT_CHECKED_OUT, NO_DIRECTORY = "invalid", "refused", "checkout", "no directory"
 
 
 class CheckoutError(Exception):
     """A checkout failed; the message never holds the credentials of the URL.
 
-    ``reason``: :data:`INVALID` (path or stack), :data:`NOT_CHECKED_OUT` (git failed) or :data:`NO_DIRECTORY`.
+    ``reason``: :data:`INVALID` (path or stack), :data:`REFUSED` (a repository URL or version not given to git,
+    :mod:`.gitcheck`), :data:`NOT_CHECKED_OUT` (git failed) or :data:`NO_DIRECTORY`.
     """
 
     def __init__(self, msg, reason=NOT_CHECKED_OUT):
@@ -58,6 +74,12 @@ def repo_subpath(path):
     return norm
 
 
+def check_source(repo, version):
+    """Raise ValueError unless ``repo`` and ``version`` are safe to give git (:mod:`.gitcheck`)."""
+    repo_transport(repo)
+    check_version(version)
+
+
 def source_stack(repo, path, stack=""):
     """``stack``, or the name derived from ``repo`` and ``path`` when it is empty.
 
@@ -73,7 +95,7 @@ def source_stack(repo, path, stack=""):
 def checkout_dir(cache_dir, repo, version):
     """The checkout directory of ``repo`` at ``version`` under ``cache_dir`` (as role stacksync.k8s.source names it)."""
     digest = hashlib.sha256(("%s#%s" % (redact_url(repo), version)).encode("utf-8")).hexdigest()[:16]
-    return os.path.join(os.path.expanduser(cache_dir), "%s-%s" % (stack_name(repo)[:40], digest))
+    return os.path.abspath(os.path.join(os.path.expanduser(cache_dir), "%s-%s" % (legacy_stack_name(repo)[:40], digest)))
 
 
 def run_token():
@@ -92,40 +114,90 @@ def redact(text, repo):
     return redact_url(text.replace(repo, redact_url(repo))).strip()
 
 
+_VERSIONS = {}
+
+
+def git_version():
+    """The ``git`` command's version as a tuple (``(2, 39, 5)``; ``()`` if it does not say), asked once."""
+    if "git" not in _VERSIONS:
+        try:
+            out = subprocess.run(("git", "version"), capture_output=True, text=True, timeout=60, check=False).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
+        _VERSIONS["git"] = tuple(int(x) for x in match.groups() if x is not None) if match else ()
+    return _VERSIONS["git"]
+
+
+def end_of_options(command, version):
+    """What ends the options of git ``command`` before user values, for git ``version`` (a tuple).
+
+    ``--end-of-options`` where the command takes it; before that, ``--`` for ``fetch`` (its parser drops it
+    the same way) and nothing for ``rev-parse`` (whose values are then only names checked to not begin with
+    ``-``, see :func:`.gitcheck.check_version`).
+    """
+    if version and version >= END_OF_OPTIONS[command]:
+        return ["--end-of-options"]
+    return ["--"] if command == "fetch" else []
+
+
 class Git:
-    """``git`` in one directory; ``run`` raises :class:`CheckoutError` with the redacted output."""
+    """``git`` in one checkout; ``run`` raises :class:`CheckoutError` with the redacted output.
+
+    Every command runs with :data:`GIT_CONFIG`, ``GIT_ALLOW_PROTOCOL``, no terminal prompt and the checkout's
+    ``.git`` given explicitly (no repository discovery).
+    """
 
     def __init__(self, cwd, repo, timeout=GIT_TIMEOUT):
         self.cwd, self.repo, self.timeout = cwd, repo, timeout
+        self.label = redact_url(repo)
 
     def run(self, *args):
-        env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+        env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_ALLOW_PROTOCOL=":".join(ALLOWED_PROTOCOLS))
+        if args[0] != "init":
+            env.update(GIT_DIR=os.path.join(self.cwd, ".git"), GIT_WORK_TREE=self.cwd)
+        config = [x for name, value in GIT_CONFIG for x in ("-c", "%s=%s" % (name, value))]
         try:
-            proc = subprocess.run(("git", *args), cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
+            proc = subprocess.run(("git", *config, *args), cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
                                   capture_output=True, text=True, timeout=self.timeout, check=False)
         except OSError as e:
             raise CheckoutError("cannot run git: %s" % e) from None
         except subprocess.TimeoutExpired:
-            raise CheckoutError("git %s of %s did not finish within %d s"
-                                % (args[0], redact_url(self.repo), self.timeout)) from None
+            raise CheckoutError("git %s of %s did not finish within %d s" % (args[0], self.label, self.timeout)) from None
         if proc.returncode != 0:
             raise CheckoutError(redact(proc.stderr or proc.stdout or "git %s failed" % args[0], self.repo))
         return proc.stdout.strip()
 
+    def fetch(self, version, refs, prune=False):
+        """``git fetch`` of ``refs`` from the repository; errors in plain words (:func:`.gitcheck.plain_error`)."""
+        options = ["--quiet", "--force", "--no-tags"] + (["--prune"] if prune else [])
+        try:
+            self.run("fetch", *options, *end_of_options("fetch", git_version()), self.repo, *refs)
+        except CheckoutError as e:
+            raise CheckoutError(plain_error(str(e), self.label, version)) from None
+
+    def commit(self, rev):
+        """The full commit id ``rev`` names (it exists locally), or :class:`CheckoutError`."""
+        out = self.run("rev-parse", "--verify", "--quiet", *end_of_options("rev-parse", git_version()),
+                       "%s^{commit}" % rev)
+        if not FULL_SHA_RE.match(out):
+            raise CheckoutError("git rev-parse of %s gave %r, not a commit id" % (rev, out[:80]))
+        return out
+
     def fetch_commit(self, version):
         """Fetch ``version`` (a branch, tag, full or abbreviated commit, or ``HEAD``) and return its commit."""
         try:
-            self.run("fetch", "--quiet", "--force", "--no-tags", self.repo, version)
-            return self.run("rev-parse", "--verify", "--quiet", "FETCH_HEAD^{commit}")
+            self.fetch(version, [version])
+            return self.commit("FETCH_HEAD")
         except CheckoutError:
-            if not _SHA_RE.match(version):
+            if not SHA_RE.match(version):
                 raise
         # an abbreviated commit (or a server that does not serve commits by id): every branch and tag
-        self.run("fetch", "--quiet", "--force", "--prune", "--no-tags", self.repo, *_ALL_REFS)
+        self.fetch(version, _ALL_REFS, prune=True)
         try:
-            return self.run("rev-parse", "--verify", "--quiet", "%s^{commit}" % version)
+            return self.commit(version)
         except CheckoutError:
-            raise CheckoutError("no branch, tag or commit %s in %s" % (version, redact_url(self.repo))) from None
+            raise CheckoutError("%s has no branch, tag or commit %s" % (self.label, version)) from None
 
 
 def _locked(directory):
@@ -150,7 +222,12 @@ def checkout(repo, version, cache_dir, token=None):
     """Check out ``version`` of ``repo`` under ``cache_dir``; ``{"dir", "commit", "fetched"}``.
 
     With ``token`` (see :func:`run_token`) a checkout already fetched under the same token is reused as it is.
+    ``repo`` and ``version`` are checked first (:func:`check_source`: reason :data:`REFUSED`).
     """
+    try:
+        check_source(repo, version)
+    except ValueError as e:
+        raise CheckoutError(str(e), REFUSED) from None
     dest = checkout_dir(cache_dir, repo, version)
     os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
     fd = _locked(dest)  # the checkout itself: no lock file next to it
@@ -178,19 +255,21 @@ def checkout(repo, version, cache_dir, token=None):
 def checkout_source(repo, version, path, cache_dir, stack="", token=None):
     """Check out the directory ``path`` of ``repo`` at ``version``: what role ``stacksync.k8s.source`` sets.
 
-    ``{"repo" (credentials removed), "version", "checkout", "path", "commit", "stack", "fetched"}``; the path
-    and the stack are checked before anything is fetched. Raises :class:`CheckoutError` with its ``reason``.
+    ``{"repo" (credentials removed), "version", "checkout", "path", "commit", "stack", "fetched"}``; the
+    repository, version, path and stack are checked before anything is fetched. Raises :class:`CheckoutError`
+    with its ``reason`` and a message that names the URL without credentials.
     """
     label = redact_url(repo)
+    try:
+        check_source(repo, version)
+    except ValueError as e:
+        raise CheckoutError(str(e), REFUSED) from None
     try:
         subpath = repo_subpath(path)
         stack = source_stack(repo, subpath, stack)
     except ValueError as e:
         raise CheckoutError(str(e), INVALID) from None
-    try:
-        got = checkout(repo, version, cache_dir, token)
-    except CheckoutError as e:
-        raise CheckoutError("cannot check out %s of %s: %s" % (version, label, e)) from None
+    got = checkout(repo, version, cache_dir, token)
     directory = got["dir"] if subpath == "." else os.path.join(got["dir"], subpath)
     if not os.path.isdir(directory):
         raise CheckoutError("%s is not a directory in %s at %s" % (path, label, got["commit"]), NO_DIRECTORY)

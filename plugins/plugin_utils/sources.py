@@ -16,12 +16,15 @@ import os
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import health_status as hs
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import AUTH_ARG_SPEC
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url
+from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_OPTIONS
+from ansible_collections.stacksync.k8s.plugins.module_utils.naming import legacy_stack_name, redact_url, source_id
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import PASSTHROUGH
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import repo_subpath, source_stack
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import check_source, repo_subpath, source_stack
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.rename import renamed_dependencies
 
 SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "namespace", "prune", "state", "vars",
-                  "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on")
+                  "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on",
+                  *POLICY_OPTIONS)
 SOURCE_DEFAULTS = {"version": "HEAD", "path": ".", "stack": "", "include": [], "exclude": [], "namespace": "",
                    "prune": True, "state": "present", "vars": {}, "depends_on": []}
 #: the job's connection settings, none of which a source with its own kubeconfig or context gets (nor the
@@ -51,7 +54,7 @@ def resolve(sources, defaults):
                               % (i + 1, ", ".join(unknown), ", ".join(SOURCE_OPTIONS)))
         entry = dict(base, **dict((k, v) for k, v in source.items() if v is not None))
         resolved.append(_checked(i + 1, entry))
-    check_stacks(resolved)
+    check_stacks(renamed_dependencies(resolved))
     return resolved
 
 
@@ -63,14 +66,26 @@ def _checked(number, entry):
     if entry["state"] not in ("present", "absent"):
         raise SourceError("source %s: state must be present or absent, not %r" % (label, entry["state"]))
     try:
+        if entry["state"] == "present":
+            check_source(repo, entry["version"])
         entry["path"] = repo_subpath(entry["path"])
+        entry["legacy_stack"] = None if entry["stack"] else _legacy_name(repo, entry["path"])
         entry["stack"] = source_stack(repo, entry["path"], entry["stack"])
+        entry["source_id"] = source_id(repo, entry["path"])
     except ValueError as e:
         raise SourceError("source %s: %s" % (label, e)) from None
     entry["depends_on"] = list(entry["depends_on"] or [])
     entry["own_auth"] = bool(entry.get("kubeconfig") or entry.get("context"))
     entry["repo_label"] = label
     return entry
+
+
+def _legacy_name(repo, path):
+    """The default name releases before 0.2.0 gave the source (None if they could not derive one)."""
+    try:
+        return legacy_stack_name(repo, path)
+    except ValueError:
+        return None
 
 
 def check_stacks(sources):
@@ -152,7 +167,7 @@ def stack_args(source, commit, resources, params, phase, wait=False, environ=Non
         for k in HOST_CREDENTIALS:
             args.pop(k, None)
         args.update(own_connection(source, params, environ))
-    for k in ("kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace"):
+    for k in ("kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", *POLICY_OPTIONS):
         if source.get(k) not in (None, ""):
             args[k] = source[k]
     if source.get("impersonate_user") == "":  # an empty string turns the host's impersonation off

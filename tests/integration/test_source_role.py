@@ -196,7 +196,9 @@ def test_loop_over_several_sources(tmp_path, repo):
     ({"stacksync_path": "../outside"}, "stacksync_path must be a relative path inside the repository"),
     ({"stacksync_path": "/etc"}, "stacksync_path must be a relative path inside the repository"),
     ({"stacksync_stack": "Not A Label!"}, "stacksync_stack a valid label value"),
-    ({"stacksync_version": "no-such-branch"}, "cannot check out no-such-branch of file://"),
+    ({"stacksync_version": "no-such-branch"}, "infra.git has no branch or tag no-such-branch"),
+    ({"stacksync_version": "--upload-pack=touch /tmp/x"}, "stacksync.k8s.source: version '--upload-pack=touch /tmp/x' "
+                                                          "refused: it begins with '-'"),
 ])
 def test_bad_input_fails_clearly(tmp_path, repo, role_vars, message):
     result, facts = run_role(tmp_path, dict({"stacksync_repo": repo.url, "stacksync_cache_dir": str(tmp_path / "c")},
@@ -220,7 +222,7 @@ def test_credentials_never_printed_even_with_vvv(tmp_path):
                                         "stacksync_cache_dir": str(cache)}, verbosity=3)
     output = result.stdout + result.stderr
     assert result.returncode != 0 and facts == {}
-    assert "cannot check out HEAD of https://127.0.0.1:9/acme/infra.git" in output
+    assert "cannot fetch https://127.0.0.1:9/acme/infra.git: cannot reach host 127.0.0.1 port 9" in output
     assert token not in output and "x-access-token" not in output
     for dirpath, dirnames, filenames in os.walk(str(cache)):
         for name in dirnames + filenames + [dirpath]:
@@ -239,10 +241,14 @@ def test_credentials_not_printed_on_success_vvv(tmp_path, repo):
     assert "censored" in clone and str(repo.bare) not in clone
 
 
-def test_credential_url_clones_and_never_prints_the_token_vvv(tmp_path, repo):
-    """A real clone through an https URL carrying a token: git rewrites it to the local bare repo."""
+@pytest.mark.parametrize("spelling", ["https://x-access-token:{token}@git.example.invalid/acme/infra.git",
+                                      "https://git.example.invalid/acme/infra.git?private_token={token}",
+                                      "https://x-access-token:{token}@git.example.invalid/acme/infra.git?access_token={token}"])
+def test_credential_url_clones_and_never_prints_the_token_vvv(tmp_path, repo, spelling):
+    """A real clone through an https URL carrying a token (user info or query string): git rewrites it to the local
+    bare repo."""
     token = "ghp_Sup3rS3cretT0ken"
-    url = f"https://x-access-token:{token}@git.example.invalid/acme/infra.git"
+    url = spelling.format(token=token)
     gitconfig = tmp_path / "gitconfig"
     gitconfig.write_text(f'[url "file://{repo.bare}"]\n\tinsteadOf = {url}\n')
     cache = tmp_path / "cache"
@@ -255,7 +261,8 @@ def test_credential_url_clones_and_never_prints_the_token_vvv(tmp_path, repo):
     first = facts[HOSTS[0]]
     assert first["commit"] == repo.second
     assert first["repo"] == "https://git.example.invalid/acme/infra.git"
-    assert first["stack"] == "git.example.invalid-acme-infra-clusters-prod"
+    assert first["stack"] == stack_name("https://git.example.invalid/acme/infra.git", "clusters/prod")
+    assert first["stack"].startswith("infra-clusters-prod-")
     for dirpath, dirnames, filenames in os.walk(str(cache)):
         for name in [dirpath, *dirnames, *filenames]:
             assert token not in name

@@ -6,6 +6,7 @@ import re
 import subprocess
 
 import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils.naming import stack_name
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import checkout as co
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"]
@@ -128,8 +129,8 @@ def test_repo_subpath_is_normalised_and_stays_inside_the_repository():
 
 def test_source_stack_is_given_or_derived_and_always_a_label_value():
     url = "https://user:tok@git.example.com/org/apps.git"
-    assert co.source_stack(url, ".") == "git.example.com-org-apps"
-    assert co.source_stack(url, "clusters/prod") == "git.example.com-org-apps-clusters-prod"
+    assert co.source_stack(url, ".") == stack_name(url, ".") and co.source_stack(url, ".").startswith("apps-")
+    assert co.source_stack(url, "clusters/prod").startswith("apps-clusters-prod-")
     assert co.source_stack(url, "clusters/prod", "mine") == "mine"
     for bad in ("-bad-", "x" * 64, "has space"):
         with pytest.raises(ValueError, match="is not a valid label value"):
@@ -161,5 +162,146 @@ def test_checkout_source_messages_name_the_url_without_credentials(tmp_path):
     with pytest.raises(co.CheckoutError) as e:
         co.checkout_source("https://user:s3cret@127.0.0.1:9/nothing.git", "v2", "", str(tmp_path / "cache"))
     assert e.value.reason == co.NOT_CHECKED_OUT
-    assert str(e.value).startswith("cannot check out v2 of https://127.0.0.1:9/nothing.git: ")
+    assert str(e.value) == "cannot fetch https://127.0.0.1:9/nothing.git: cannot reach host 127.0.0.1 port 9: connection failed"
     assert "s3cret" not in str(e.value) and "user" not in str(e.value)
+
+
+# -- user values never become git options, transports are restricted, repo config runs nothing (issue 28) ------
+def _inject(marker):
+    return f"--upload-pack=touch {marker}"
+
+
+@pytest.mark.parametrize("field", ["version", "repo"])
+def test_an_option_in_the_version_or_the_url_is_refused_and_runs_nothing(tmp_path, repo, field):
+    """A survey's ``version`` (docs/awx.md) or a ``repo`` of ``--upload-pack=cmd`` ran cmd on the controller."""
+    _work, url = repo
+    marker = tmp_path / "pwned"
+    args = dict(repo=url, version="main", path="", cache_dir=str(tmp_path / "cache"))
+    args[field] = _inject(marker)
+    with pytest.raises(co.CheckoutError) as e:
+        co.checkout_source(**args)
+    assert e.value.reason == co.REFUSED
+    assert "refused: it begins with '-', which git would read as an option" in str(e.value)
+    assert not marker.exists() and not (tmp_path / "cache").exists()
+
+
+def test_past_the_checks_git_still_reads_them_as_values(tmp_path, repo, monkeypatch):
+    """Defence in depth: the values follow --end-of-options, so even unchecked they are a ref / a path to git, and
+    git itself allows only https, ssh and file, whatever the job user's config allows."""
+    _work, url = repo
+    permissive = tmp_path / "gitconfig"
+    permissive.write_text("[protocol]\n\tallow = always\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(permissive))
+    marker = tmp_path / "pwned"
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    git_ = co.Git(str(dest), url)
+    git_.run("init", "--quiet")
+    with pytest.raises(co.CheckoutError):
+        git_.fetch("x", [_inject(marker)])  # as the version
+    with pytest.raises(co.CheckoutError):
+        co.Git(str(dest), _inject(marker)).fetch("main", ["main"])  # as the URL
+    with pytest.raises(co.CheckoutError, match="git refused transport 'ext'"):
+        co.Git(str(dest), "ext::sh -c touch% " + str(marker)).fetch("main", ["main"])
+    for other in ("http://127.0.0.1:9/x.git", "git://127.0.0.1:9/x.git"):
+        with pytest.raises(co.CheckoutError, match="git refused transport '{}'".format(other.split(":")[0])):
+            co.Git(str(dest), other).fetch("main", ["main"])
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("url, refused", [
+    ("ext::sh -c touch% /tmp/x", "transport 'ext'"),
+    ("fd::3", "transport 'fd'"),
+    ("https::evil.example.com/x", "transport 'https'"),
+    ("http://git.example.com/x.git", "unencrypted"),
+    ("git://git.example.com/x.git", "unauthenticated"),
+    ("ftp://git.example.com/x.git", "transport 'ftp' is not allowed"),
+    ("ssh://-oProxyCommand=touch% /tmp/x/r", "host or user begins with '-'"),
+    ("-oProxyCommand=touch /tmp/x:r", "begins with '-'"),
+    ("https://h/x\n", "control characters"),
+])
+def test_only_https_ssh_and_file_transports(tmp_path, url, refused):
+    with pytest.raises(co.CheckoutError) as e:
+        co.checkout(url, "main", str(tmp_path / "cache"))
+    assert e.value.reason == co.REFUSED and refused in str(e.value), str(e.value)
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("version", ["main..HEAD", "main@{1}", "HEAD~1", "main^", "a:b", "a b", "*", "refs/heads/",
+                                     ".hidden", "x.lock", "x.", "@", "+main", "a//b", "a\\b", "a?", "x" * 256])
+def test_versions_that_git_check_ref_format_refuses_are_refused(tmp_path, repo, version):
+    _work, url = repo
+    with pytest.raises(co.CheckoutError) as e:
+        co.checkout(url, version, str(tmp_path / "cache"))
+    assert e.value.reason == co.REFUSED and str(e.value).startswith(f"version {version[:255]!r} refused: ")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_names_git_accepts_still_work(tmp_path, repo):
+    work, url = repo
+    git(work, "tag", "release/1.2")
+    git(work, "push", "-q", url, "release/1.2")
+    for version in ("release/1.2", "refs/tags/v1", "refs/heads/feature", "v1"):
+        assert co.checkout(url, version, str(tmp_path / "cache"))["commit"]
+
+
+def test_end_of_options_where_git_takes_it():
+    assert co.end_of_options("fetch", (2, 39, 5)) == co.end_of_options("rev-parse", (2, 30)) == ["--end-of-options"]
+    assert co.end_of_options("fetch", (2, 23, 1)) == ["--"]  # fetch's parser drops '--' as well
+    assert co.end_of_options("rev-parse", (2, 29)) == [] and co.end_of_options("fetch", ()) == ["--"]
+    assert co.git_version() >= (2, 0)
+
+
+def test_hooks_submodules_and_fsmonitor_of_any_config_run_nothing(tmp_path, repo, monkeypatch):
+    """The job user's global config may enable hooks or submodule recursion; a checkout's own config may be
+    edited: git runs none of it (core.hooksPath, core.fsmonitor, submodule.recurse are overridden)."""
+    work, url = repo
+    marker = tmp_path / "pwned"
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for name in ("post-checkout", "reference-transaction", "post-index-change"):
+        (hooks / name).write_text(f"#!/bin/sh\ntouch {marker}-{name}\n")
+        (hooks / name).chmod(0o755)
+    git(work, "-c", "protocol.file.allow=always", "submodule", "add", "-q", url, "sub")  # itself, as a submodule
+    git(work, "commit", "-qam", "with a submodule")
+    git(work, "push", "-q", url, "main")
+    config = tmp_path / "gitconfig"
+    config.write_text("[core]\n\thooksPath = {}\n[submodule]\n\trecurse = true\n[init]\n\ttemplateDir = {}\n".format(hooks, tmp_path / "template"))
+    (tmp_path / "template" / "hooks").mkdir(parents=True)
+    (tmp_path / "template" / "hooks" / "post-checkout").write_text((hooks / "post-checkout").read_text())
+    (tmp_path / "template" / "hooks" / "post-checkout").chmod(0o755)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    cache = str(tmp_path / "cache")
+    got = co.checkout(url, "main", cache, token="one")
+    with open(os.path.join(got["dir"], ".git", "config"), "a") as f:
+        f.write(f"[core]\n\tfsmonitor = touch {marker}-fsmonitor\n")
+    co.checkout(url, "main", cache, token="two")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("pwned")] == []
+    assert not os.listdir(os.path.join(got["dir"], "sub"))  # the submodule was not cloned
+
+
+def test_a_local_repository_config_cannot_run_commands_through_upload_pack(tmp_path, repo):
+    """A file:// source is served by a local git-upload-pack, which reads that repository's config."""
+    _work, url = repo
+    marker = tmp_path / "pwned"
+    bare = url[len("file://"):]
+    git(bare, "config", "uploadpack.packObjectsHook", f"touch {marker}; git")
+    git(bare, "config", "core.fsmonitor", f"touch {marker}")
+    assert co.checkout(url, "main", str(tmp_path / "cache"))["commit"]
+    assert not marker.exists()
+
+
+def test_git_errors_in_plain_words_with_the_redacted_url(tmp_path, repo):
+    _work, url = repo
+    cache = str(tmp_path / "cache")
+    missing = "file://" + str(tmp_path / "nothing.git")
+    with pytest.raises(co.CheckoutError) as e:
+        co.checkout(missing, "main", cache)
+    assert str(e.value) == f"cannot fetch {missing}: no such repository (or no access to it)"
+    with pytest.raises(co.CheckoutError) as e:
+        co.checkout(url, "v9", cache)
+    assert str(e.value) == f"{url} has no branch or tag v9"
+    with pytest.raises(co.CheckoutError) as e:
+        co.checkout("https://user:s3cret@127.0.0.1:9/x.git?access_token=T0ken#T0ken", "main", cache)
+    assert str(e.value) == "cannot fetch https://127.0.0.1:9/x.git: cannot reach host 127.0.0.1 port 9: connection failed"
+    assert "does not appear" not in str(e.value) and "fatal" not in str(e.value)

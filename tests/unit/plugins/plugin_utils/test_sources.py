@@ -1,6 +1,7 @@
 """plugin_utils/sources.py: sources resolved and checked, dependency order, results, summary and stats."""
 
 import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils.naming import stack_name
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 
 DEFAULTS = {"version": "main", "path": "manifests", "prune": True}
@@ -18,14 +19,17 @@ def names(sources):
 def test_defaults_fill_what_a_source_leaves_unset():
     (s,) = resolve({"repo": "https://user:tok@git.example.com/org/apps.git", "prune": None, "version": "v1"})
     assert (s["version"], s["path"], s["prune"], s["state"]) == ("v1", "manifests", True, "present")
-    assert s["stack"] == "git.example.com-org-apps-manifests"
+    assert s["stack"] == stack_name("https://git.example.com/org/apps", "manifests")
+    assert s["legacy_stack"] == "git.example.com-org-apps-manifests"
+    assert s["source_id"] == "git.example.com/org/apps#manifests"
     assert s["repo_label"] == "https://git.example.com/org/apps.git"
     assert s["depends_on"] == [] and s["own_auth"] is False
 
 
 def test_stack_name_from_the_path_and_own_auth():
     (s,) = resolve({"repo": "file:///srv/repo.git", "path": "./a//b/", "context": "tenant"})
-    assert s["path"] == "a/b" and s["stack"] == "srv-repo-a-b" and s["own_auth"] is True
+    assert s["path"] == "a/b" and s["stack"] == stack_name("/srv/repo", "a/b") and s["own_auth"] is True
+    assert s["stack"].startswith("repo-a-b-") and s["legacy_stack"] == "srv-repo-a-b"
 
 
 @pytest.mark.parametrize("source, message", [
@@ -228,3 +232,24 @@ def test_a_source_with_its_own_context_looks_it_up_in_the_job_kubeconfig_file_on
     assert args["kubeconfig"] == "/job"
     args = sp.stack_args(s, "c", [], dict(PARAMS, kubeconfig=None), "prune", environ={})
     assert "kubeconfig" not in args  # then KUBECONFIG or ~/.kube/config, as kubectl
+
+
+def test_git_options_and_transports_are_refused_before_anything_is_fetched():
+    for source, refused in (({"repo": "file:///x", "version": "--upload-pack=touch /tmp/x"}, "version"),
+                            ({"repo": "--upload-pack=touch /tmp/x"}, "begins with '-'"),
+                            ({"repo": "ext::sh -c touch% /tmp/x"}, "transport 'ext'"),
+                            ({"repo": "file:///x", "version": "a..b"}, "'..'")):
+        with pytest.raises(sp.SourceError, match="refused"):
+            resolve(source)
+        try:
+            resolve(source)
+        except sp.SourceError as e:
+            assert refused in str(e)
+
+
+def test_confinement_options_reach_the_stack_run():
+    (s,) = resolve({"repo": "file:///x", "allowed_namespaces": ["team-a"], "allowed_kinds": ["ConfigMap"],
+                    "denied_kinds": ["Secret"], "allow_cluster_scoped": False})
+    args = sp.stack_args(s, "c0ffee", [], {}, "apply")
+    assert (args["allowed_namespaces"], args["allowed_kinds"], args["denied_kinds"], args["allow_cluster_scoped"]) == (
+        ["team-a"], ["ConfigMap"], ["Secret"], False)
