@@ -542,7 +542,8 @@ class Cluster:
             if owned:
                 entries[("before-first-apply", "Update", None)] = {"apiVersion": rt.api_version, "set": owned, "time": now()}
         merged = fields.merge(_merge_base(live, drop_status and rt.kind != "Namespace"), cfg, ctx)
-        changed, _ = fields.compare(live, merged, ctx)
+        changed, nulled = fields.compare(live, merged, ctx)
+        changed |= nulled & applied  # a field the configuration sets to null (it is removed)
         conflicts = []
         for ident, entry in entries.items():
             if ident[0] == manager:
