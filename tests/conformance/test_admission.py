@@ -215,3 +215,14 @@ def test_a_dry_run_in_a_namespace_that_does_not_exist_is_refused(api):
                                                                            "metadata": {"name": "c"}}, dryRun="All")
     assert status == 404 and body["message"] == f'namespaces "{name}" not found', body
     assert body["details"] == {"name": name, "kind": "namespaces"}
+
+
+def test_a_pod_whose_service_account_does_not_exist_is_refused(api, ns):
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"serviceAccountName": "nobody", "containers": [{"name": "c", "image": "nginx"}]}}
+    status, answer, _ = api.apply(f"{PODS.format(ns=ns)}/p", body, dryRun="All")
+    assert status == 403 and answer["reason"] == "Forbidden", answer
+    assert answer["message"] == f'pods "p" is forbidden: error looking up service account {ns}/nobody: serviceaccount "nobody" not found'
+    assert answer["details"] == {"name": "p", "kind": "pods"}
+    poll(lambda: api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default")[0] == 200)
+    assert api.apply(f"{PODS.format(ns=ns)}/q", pod("q"), dryRun="All")[0] == 201  # the default one exists

@@ -81,7 +81,7 @@ def built_ins(ns):
 
 @pytest.fixture
 def group():
-    return "el%s.stacksync.io" % uuid.uuid4().hex[:6]
+    return f"el{uuid.uuid4().hex[:6]}.stacksync.io"
 
 
 @pytest.fixture

@@ -1,8 +1,10 @@
-"""Validating admission: Pod Security admission (``enforce``) and ValidatingAdmissionPolicy, for the writes of
-clients (dry runs included), after defaulting and built-in validation, as kube-apiserver runs them.
+"""Admission: ServiceAccount admission's lookup, Pod Security admission (``enforce``) and ValidatingAdmissionPolicy,
+for the writes of clients (dry runs included), after defaulting and built-in validation, as kube-apiserver runs them.
 
 Honest subsets, pinned to kube-apiserver v1.36 by ``tests/conformance/test_admission.py``:
 
+- **ServiceAccount**: a new Pod whose ServiceAccount (``default`` if it names none) does not exist is refused
+  (``error looking up service account <ns>/<name>``); the token volume the real plugin adds is not.
 - **Pod Security** (the namespace's ``pod-security.kubernetes.io/enforce`` label, with ``-version`` shown in the
   message): Pods only (workload controllers get warnings, which the simulator does not send), on create and on an
   update of the spec. The baseline checks of capabilities, host namespaces, hostPath volumes, host ports and
@@ -37,12 +39,24 @@ class Admission:
         """Raise the ApiError kube-apiserver answers if admission refuses writing ``obj`` (``old``: the stored object
         of an update, else None). ``namespace_of(name)``: the stored Namespace (the cluster's by default)."""
         ns_of = namespace_of or self.c._namespace
+        if rt.kind == "Pod" and rt.crd is None and old is None:
+            self._service_account(obj)
         if rt.kind == "Pod" and rt.crd is None and (old is None or old.get("spec") != obj.get("spec")):
             refusal = pod_security(obj, ns_of(obj["metadata"].get("namespace")))
             if refusal:
                 raise errors.ApiError(403, "Forbidden", f'pods "{obj["metadata"]["name"]}" is forbidden: {refusal}',
                                       {"name": obj["metadata"]["name"], "kind": "pods"})
         self._policies(rt, old, obj, ns_of)
+
+    def _service_account(self, pod):
+        """ServiceAccount admission: a new Pod's ServiceAccount must exist."""
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+        sa_rt = self.c.by_gvr[("", "v1", "serviceaccounts")]
+        if self.c._find(sa_rt, meta.get("namespace"), account) is None:
+            raise errors.ApiError(403, "Forbidden", f'pods "{meta["name"]}" is forbidden: error looking up service account '
+                                  f'{meta.get("namespace")}/{account}: serviceaccount "{account}" not found',
+                                  {"name": meta["name"], "kind": "pods"})
 
     def allows(self, rt, obj):
         """Whether a controller's create of ``obj`` (a Pod of a ReplicaSet) is admitted."""
