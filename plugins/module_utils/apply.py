@@ -60,7 +60,7 @@ class Applier:
         self.ensure_lock = ensure_lock
         self.crds_ready = False
         self.notes = []
-        self.check = DryRuns(client, map_fn, opts.poll_interval)  # check mode's bookkeeping (.dryrun)
+        self.check = DryRuns(client, map_fn, opts)  # check mode's bookkeeping (.dryrun)
 
     def apply_one(self, d, live, dry_run):
         """Apply one object; returns ``(action, object, error message or None)``.

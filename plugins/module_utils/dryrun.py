@@ -50,8 +50,8 @@ class DryRuns:
     """What one check run learns as it dry-runs stage by stage: the namespaces and kinds it would create, the
     stand-ins, and what it could not validate (``unvalidated``: ObjectId -> reason)."""
 
-    def __init__(self, client, map_fn, poll_interval):
-        self.client, self.map, self.poll_interval = client, map_fn, poll_interval
+    def __init__(self, client, map_fn, opts):
+        self.client, self.map, self.opts = client, map_fn, opts
         self.new_namespaces = {}  # name -> the dry run's object
         self.failed_namespaces = set()
         self.new_kinds = set()  # (group, kind) of the CRDs the run would create
@@ -88,7 +88,7 @@ class DryRuns:
         if self.standins is not None:
             return
         wanted = set(d.oid.namespace for d in to_apply if d.oid.namespace in self.new_namespaces and not self.unchecked(d))
-        self.standins = StandIns(self.client, self.map, self.poll_interval)
+        self.standins = StandIns(self.client, self.map, self.opts.poll_interval)
         self.standins.open(dict((name, self.new_namespaces[name]) for name in wanted))
 
     def target(self, d, path):

@@ -182,7 +182,7 @@ def test_a_stand_in_still_terminating_at_the_end_is_a_warning():
 
 
 def test_dry_runs_list_custom_resources_of_new_crds_and_objects_of_failed_namespaces():
-    runs = DryRuns(FakeClient(), lambda fn, items: [fn(i) for i in items], 0)
+    runs = DryRuns(FakeClient(), lambda fn, items: [fn(i) for i in items], SimpleNamespace(poll_interval=0))
     crd = SimpleNamespace(oid=ObjectId("apiextensions.k8s.io", "CustomResourceDefinition", "", "gadgets.x.io"),
                           manifest={"spec": {"group": "x.io", "names": {"kind": "Gadget"}}})
     runs.seen(crd, "created", {}, None)
