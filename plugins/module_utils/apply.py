@@ -210,7 +210,7 @@ class Applier:
         return d, before, action, obj, error
 
     def _report(self, d, before, action, obj, error, changeset, written):
-        self.check.seen(d, action, obj, error)
+        self.check.seen(d, action, obj, error, before)
         if error:
             changeset.add(d.oid, d.api_version, C.FAILED, C.PHASE_APPLY, reason=error)
             return

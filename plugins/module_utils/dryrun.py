@@ -46,6 +46,13 @@ def dry_run_gap(d, error, created, in_standin):
     return None
 
 
+def _marks(obj):
+    """The labels and annotations of ``obj`` that admission may read (not the stack's own)."""
+    meta = obj.get("metadata") or {}
+    return [dict((k, v) for k, v in (meta.get(field) or {}).items() if not k.startswith("stacksync.io/"))
+            for field in ("labels", "annotations")]
+
+
 class DryRuns:
     """What one check run learns as it dry-runs stage by stage: the namespaces and kinds it would create, the
     stand-ins, and what it could not validate (``unvalidated``: ObjectId -> reason)."""
@@ -58,14 +65,19 @@ class DryRuns:
         self.creates = set()  # (namespace, name) of the ServiceAccounts the run would create
         self.standins = None
         self.unvalidated = {}
+        self.relabelled = set()  # existing namespaces whose labels or annotations the run would change
 
     def begin(self, to_apply, ours):
         self.creates = set((d.oid.namespace, d.oid.name) for d in to_apply if d.oid.group_kind == SA_GK and d.oid not in ours)
 
-    def seen(self, d, action, obj, error):
-        """After the dry run of ``d`` (stage 0: Namespaces and CRDs): ``obj`` is what the server answered."""
+    def seen(self, d, action, obj, error, before=None):
+        """After the dry run of ``d`` (stage 0: Namespaces and CRDs): ``obj`` is what the server answered, ``before``
+        the live object when known."""
         if d.oid.group_kind == NAMESPACE_GK and action == C.CREATED:
             self.new_namespaces[d.oid.name] = obj
+        elif d.oid.group_kind == NAMESPACE_GK and action == C.CONFIGURED and before is not None and obj is not None and (
+                _marks(before) != _marks(obj)):
+            self.relabelled.add(d.oid.name)
         elif d.oid.group_kind == NAMESPACE_GK and error:
             self.failed_namespaces.add(d.oid.name)
         elif d.oid.group_kind == CRD_GK and action == C.CREATED:
@@ -110,6 +122,10 @@ class DryRuns:
         """Delete the stand-ins (always: the caller's ``finally``), and warn about what was not validated."""
         for warning in self.standins.close() if self.standins is not None else ():
             changeset.warn(warning)
+        for name in sorted(self.relabelled):
+            changeset.warn("Namespace %s: this sync changes its labels or annotations; check mode's dry runs of its objects "
+                           "were answered for the current ones (Pod Security admission and policies' namespaceSelectors "
+                           "read them)" % name)
         if self.unvalidated:
             changeset.warn("check mode could not validate %d object(s) with the server (listed with not_validated): %s" % (
                 len(self.unvalidated), "; ".join("%s: %s" % (oid, why) for oid, why in sorted(self.unvalidated.items())[:5])))

@@ -226,3 +226,24 @@ def test_a_pod_whose_service_account_does_not_exist_is_refused(api, ns):
     assert answer["details"] == {"name": "p", "kind": "pods"}
     poll(lambda: api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default")[0] == 200)
     assert api.apply(f"{PODS.format(ns=ns)}/q", pod("q"), dryRun="All")[0] == 201  # the default one exists
+
+
+def test_a_namespace_whose_pod_security_labels_name_no_level_is_refused(api):
+    name = unique("admit")
+    for labels, causes in (
+            ({"pod-security.kubernetes.io/enforce": "bogus"},
+             [("metadata.labels[pod-security.kubernetes.io/enforce]", 'Invalid value: "bogus": must be one of privileged, baseline, restricted')]),
+            ({"pod-security.kubernetes.io/enforce-version": "v1.x"},
+             [("metadata.labels[pod-security.kubernetes.io/enforce-version]", 'Invalid value: "v1.x": must be "latest" or "v1.x"')]),
+            ({"pod-security.kubernetes.io/warn": "bogus", "pod-security.kubernetes.io/audit": "nope"},
+             [("metadata.labels[pod-security.kubernetes.io/audit]", 'Invalid value: "nope": must be one of privileged, baseline, restricted'),
+              ("metadata.labels[pod-security.kubernetes.io/warn]", 'Invalid value: "bogus": must be one of privileged, baseline, restricted')])):
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+        status, answer, _ = api.apply(f"/api/v1/namespaces/{name}", body, dryRun="All")
+        assert status == 422 and answer["reason"] == "Invalid", answer
+        assert [(c["field"], c["message"]) for c in answer["details"]["causes"]] == causes
+        summary = "; ".join(f"{f}: {m}" for f, m in causes) if len(causes) == 1 else "[" + ", ".join(f"{f}: {m}" for f, m in causes) + "]"
+        assert answer["message"] == f'Namespace "{name}" is invalid: {summary}'
+    ok = {"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/enforce-version": "v1.30"}
+    assert api.apply(f"/api/v1/namespaces/{name}", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": ok}},
+                     dryRun="All")[0] == 201

@@ -5,7 +5,8 @@ Honest subsets, pinned to kube-apiserver v1.36 by ``tests/conformance/test_admis
 
 - **ServiceAccount**: a new Pod whose ServiceAccount (``default`` if it names none) does not exist is refused
   (``error looking up service account <ns>/<name>``); the token volume the real plugin adds is not.
-- **Pod Security** (the namespace's ``pod-security.kubernetes.io/enforce`` label, with ``-version`` shown in the
+- **Pod Security** (a Namespace's ``pod-security.kubernetes.io/<mode>`` and ``-version`` labels must name a level
+  and a version; the namespace's ``pod-security.kubernetes.io/enforce`` label, with ``-version`` shown in the
   message): Pods only (workload controllers get warnings, which the simulator does not send), on create and on an
   update of the spec. The baseline checks of capabilities, host namespaces, hostPath volumes, host ports and
   privileged containers; the restricted checks of privilege escalation, capabilities, volume types, runAsNonRoot,
@@ -17,6 +18,8 @@ Honest subsets, pinned to kube-apiserver v1.36 by ``tests/conformance/test_admis
   (validations, match conditions) may only be the literals ``true`` and ``false``, and a policy with anything else
   or with parameters fails the request with a 500 that says so, so that no test passes by accident.
 """
+
+import re
 
 from . import errors
 
@@ -39,6 +42,8 @@ class Admission:
         """Raise the ApiError kube-apiserver answers if admission refuses writing ``obj`` (``old``: the stored object
         of an update, else None). ``namespace_of(name)``: the stored Namespace (the cluster's by default)."""
         ns_of = namespace_of or self.c._namespace
+        if rt.kind == "Namespace" and rt.crd is None:
+            _pod_security_labels(obj)
         if rt.kind == "Pod" and rt.crd is None and old is None:
             self._service_account(obj)
         if rt.kind == "Pod" and rt.crd is None and (old is None or old.get("spec") != obj.get("spec")):
@@ -161,6 +166,22 @@ def _matches(match, request):
 
 
 # ------------------------------------------------------------------------------------------ Pod Security
+def _pod_security_labels(namespace):
+    """Pod Security admission refuses a Namespace whose ``pod-security.kubernetes.io`` labels name no level/version."""
+    labels = (namespace.get("metadata") or {}).get("labels") or {}
+    causes = []
+    for mode in ("audit", "enforce", "warn"):
+        key = "pod-security.kubernetes.io/" + mode
+        if key in labels and labels[key] not in LEVELS:
+            causes.append((f"metadata.labels[{key}]", "FieldValueInvalid",
+                           f'Invalid value: "{labels[key]}": must be one of privileged, baseline, restricted'))
+        version = labels.get(key + "-version")
+        if version is not None and version != "latest" and not re.fullmatch(r"v1\.(0|[1-9][0-9]*)", version):
+            causes.append((f"metadata.labels[{key}-version]", "FieldValueInvalid", f'Invalid value: "{version}": must be "latest" or "v1.x"'))
+    if causes:
+        raise errors.invalid("Namespace", namespace["metadata"]["name"], causes)
+
+
 def _plural(singular, plural, n):
     return singular if n == 1 else plural
 

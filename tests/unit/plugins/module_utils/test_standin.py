@@ -199,3 +199,16 @@ def test_dry_runs_list_custom_resources_of_new_crds_and_objects_of_failed_namesp
     runs.end(changeset)
     assert changeset.warnings == ["check mode could not validate 1 object(s) with the server (listed with not_validated): "
                                   "Gadget.x.io web/g: " + CRD_FIRST]
+
+
+def test_an_existing_namespace_the_run_relabels_is_a_warning():
+    runs = DryRuns(FakeClient(), lambda fn, items: [fn(i) for i in items], SimpleNamespace(poll_interval=0))
+    live = {"metadata": {"name": "web", "labels": {"team": "a", "stacksync.io/stack": "s"}}}
+    runs.seen(desired("Namespace", ns="", name="web"), "configured", {"metadata": {"labels": {"team": "a", "stacksync.io/stack": "t"}}},
+              None, live)
+    runs.seen(desired("Namespace", ns="", name="other"), "configured", PLANNED, None, {"metadata": {"labels": {"team": "a"}}})
+    changeset = ChangeSet()
+    runs.end(changeset)
+    assert changeset.warnings == ["Namespace other: this sync changes its labels or annotations; check mode's dry runs of its "
+                                  "objects were answered for the current ones (Pod Security admission and policies' "
+                                  "namespaceSelectors read them)"]
