@@ -247,3 +247,32 @@ def test_a_namespace_whose_pod_security_labels_name_no_level_is_refused(api):
     ok = {"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/enforce-version": "v1.30"}
     assert api.apply(f"/api/v1/namespaces/{name}", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": ok}},
                      dryRun="All")[0] == 201
+
+
+def test_an_apply_that_creates_needs_the_right_to_create(kube, api, ns):
+    limited = kube.limited_http()
+    if limited is None:
+        pytest.skip("no limited kubeconfig (set STACKSYNC_TEST_LIMITED_KUBECONFIG)")
+    name = unique("nocreate")
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+            "rules": [{"apiGroups": [""], "resources": ["namespaces", "configmaps"], "verbs": ["get", "list", "patch"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "limited"}]}
+    paths = [f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}", f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}"]
+    try:
+        assert api.apply(paths[0], role)[0] == 201 and api.apply(paths[1], binding)[0] == 201
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists"}}
+        assert api.apply(f"/api/v1/namespaces/{ns}/configmaps/exists", cm)[0] == 201
+        poll(lambda: limited.apply(f"/api/v1/namespaces/{ns}/configmaps/exists", cm, dryRun="All")[0] == 200)  # patch suffices
+        status, body, _ = limited.apply(f"/api/v1/namespaces/{ns}/configmaps/new", dict(cm, metadata={"name": "new"}), dryRun="All")
+        assert status == 403 and body["message"] == (f'configmaps "new" is forbidden: User "limited" cannot create resource "configmaps" '
+                                                     f'in API group "" in the namespace "{ns}"'), body
+        status, body, _ = limited.apply(f"/api/v1/namespaces/{name}", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                                        dryRun="All")
+        assert status == 403 and body["message"] == (f'namespaces "{name}" is forbidden: User "limited" cannot create resource '
+                                                     f'"namespaces" in API group "" in the namespace "{name}"'), body
+        assert body["details"] == {"name": name, "kind": "namespaces"}
+    finally:
+        for path in reversed(paths):
+            api.request("DELETE", path)

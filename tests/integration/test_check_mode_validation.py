@@ -267,3 +267,20 @@ def test_without_the_rights_to_delete_namespaces_the_objects_of_new_ones_are_lis
     reason = "no stand-in namespace to check it in: check mode needs the rights to create and delete namespaces"
     assert {(e["kind"], e.get("not_validated")) for e in r.applied} == {("Namespace", None), ("ConfigMap", reason), ("Deployment", reason)}
     assert not [n for n in admin.list("/api/v1/namespaces", label_selector=STANDIN_LABEL) if n["metadata"]["name"].endswith(s)]
+    # without the rights to create the namespace, the run would fail on it: so does check mode, and lists the rest
+    rules[0]["verbs"].remove("create")
+    path = "/apis/rbac.authorization.k8s.io/v1/clusterroles/" + role
+    admin.replace(path, dict(admin.get(path), rules=rules))
+    deadline = time.time() + 15
+    while True:
+        with pytest.raises(StackError) as failed:
+            StackManager(limited, "norights-" + s, record_namespace="default", namespace="default", poll_interval=0.2,
+                         check_mode=True).sync([namespace(ns), cm("a", ns), deployment("web", ns)])
+        if "cannot create" in str(failed.value) or time.time() > deadline:
+            break
+        time.sleep(0.5)  # RBAC caches catching up
+    assert [e.split(": apply failed: ")[0] for e in failed.value.changeset.errors] == [f"Namespace {ns}"], failed.value
+    assert "cannot create" not in "".join(failed.value.changeset.errors) or "namespaces" in failed.value.changeset.errors[0]
+    why = f"its namespace {ns} would not be created (see its error)"
+    assert {(e["kind"], e.get("not_validated")) for e in failed.value.changeset.applied} == {("ConfigMap", why), ("Deployment", why)}
+    assert snapshot(admin, s) == before
