@@ -18,19 +18,20 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.fieldsv1 import segment, union
+from ansible_collections.stacksync.k8s.plugins.module_utils.fieldsv1 import segment
 
 #: metadata the server never records in managedFields (identity, and what it sets itself)
 UNTRACKED_METADATA = frozenset(("name", "namespace", "generateName", "uid", "resourceVersion", "generation",
                                 "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields",
                                 "selfLink"))
+_TOP_UNTRACKED = frozenset(("apiVersion", "kind", "status"))
 _ABSENT = object()
 
 
 def tracked(prefix, key):
     """Whether the server records field ``key`` of the map at ``prefix`` (a tuple of names) when it is applied."""
     if not prefix:
-        return key not in ("apiVersion", "kind", "status")
+        return key not in _TOP_UNTRACKED
     return prefix != ("metadata",) or key not in UNTRACKED_METADATA
 
 
@@ -54,38 +55,28 @@ class Walk:
     managedFields entries; ``trail``: the tree keys from the root, to find the same field in their trees."""
 
     def __init__(self, others):
-        self.entries = others
-        self._others = None
-
-    def others(self):
-        """The union of the other managers' trees (read only when a ``[]`` needs it)."""
-        if self._others is None:
-            self._others = {}
-            for e in self.entries:
-                if isinstance(e.get("fieldsV1"), dict):
-                    self._others = union(self._others, e["fieldsV1"])
-        return self._others
+        self.entries = [e["fieldsV1"] for e in others if isinstance(e.get("fieldsV1"), dict)]
 
     def unowned(self, manifest, node, prefix=(), trail=()):
         """The paths of :func:`wanted` (same order) that the ``fieldsV1`` tree ``node`` does not hold: not in it,
         and not below a field owned as a whole; an unrecorded ``[]`` only when :meth:`empty_list_lost`."""
         out = []
+        top, meta = not prefix, prefix == ("metadata",)
+        tree = node if isinstance(node, dict) else {}
         for key, value in manifest.items():
-            if not tracked(prefix, key):
+            if (top and key in _TOP_UNTRACKED) or (meta and key in UNTRACKED_METADATA):
                 continue
-            path, step = (*prefix, key), (*trail, "f:" + key)
-            sub = node.get("f:" + key, _ABSENT) if isinstance(node, dict) else _ABSENT
+            sub = tree.get("f:" + key, _ABSENT)
             if sub is _ABSENT and isinstance(value, list) and not value:
-                if self.empty_list_lost(step):
-                    out.append(path)
-            elif isinstance(value, dict) and value and sub is not _ABSENT and not sub:
-                continue  # a map owned as a whole (atomic, or whose schema preserves unknown fields)
+                if self.empty_list_lost((*trail, "f:" + key)):
+                    out.append((*prefix, key))
             elif isinstance(value, dict) and value:
-                out.extend(self.unowned(value, None if sub is _ABSENT else sub, path, step))
+                if sub is _ABSENT or sub:  # else a map owned as a whole (atomic, or preserving unknown fields)
+                    out.extend(self.unowned(value, None if sub is _ABSENT else sub, (*prefix, key), (*trail, "f:" + key)))
             elif sub is _ABSENT:  # a value, null, {} or a list our tree lacks: changed or removed by someone
-                out.append(path)
+                out.append((*prefix, key))
             elif sub and isinstance(value, list):
-                out.extend(self.items(value, sub, path, step))
+                out.extend(self.items(value, sub, (*prefix, key), (*trail, "f:" + key)))
             # else: a leaf we own, or a field owned as a whole (empty set in the tree)
         return out
 
@@ -112,10 +103,12 @@ class Walk:
         manager added to a set or map list are theirs, an apply keeps them (people's tools are taken over). An
         empty list someone removed is not seen: to server-side apply a set or map list without items and no list
         are the same (it drops such a list itself when it removes the last item)."""
-        node = self.others()
-        for raw in trail:
-            node = node.get(raw) if isinstance(node, dict) else None
-        return node == {}
+        for node in self.entries:
+            for raw in trail:
+                node = node.get(raw) if isinstance(node, dict) else None
+            if node == {}:
+                return True
+        return False
 
 
 def _set_values(node):
