@@ -164,4 +164,4 @@ def test_the_simulator_types_built_in_lists_and_maps_as_the_servers_openapi_does
             # not in v2) is the one exception, as the simulator serves HorizontalPodAutoscalers in v2 first
             if (gvk["group"], gvk["version"], gvk["kind"]) in served and (gvk["group"], gvk["version"]) != ("autoscaling", "v1"):
                 _type_mismatches(schemas, name, Root(), gvk["kind"], frozenset((name,)), out)
-    assert sorted(set(out)) == []
+    assert sorted(set(out)) == [], "\n".join(map(str, sorted(set(out))))

@@ -10,14 +10,14 @@ _KEYED = {
     "volumes": ("name",), "volumeMounts": ("mountPath",), "volumeDevices": ("devicePath",), "imagePullSecrets": ("name",),
     "hostAliases": ("ip",), "conditions": ("type",), "ownerReferences": ("uid",), "resourceClaims": ("name",),
     "schedulingGates": ("name",), "topologySpreadConstraints": ("topologyKey", "whenUnsatisfiable"),
-    "envFrom": None, "webhooks": ("name",), "matchConditions": ("name",),
+    "envFrom": None, "webhooks": ("name",), "matchConditions": ("name",), "variables": ("name",),
 }
 # Lists typed by their parent's name too (``(parent, name)``; ``""``: at the root of an object), as the real
 # server's OpenAPI says (``x-kubernetes-list-type``, checked against kube-apiserver v1.36).
 _KEYED_IN = {("resources", "claims"): ("name",), ("", "secrets"): ("name",), ("status", "addresses"): ("type",),
              ("status", "podIPs"): ("ip",), ("status", "resourceClaimStatuses"): ("name",)}
 _SETS_IN = {("spec", "podCIDRs"), ("spec", "volumeLifecycleModes"), ("uncountedTerminatedPods", "failed"),
-            ("uncountedTerminatedPods", "succeeded"), ("exitCodes", "values")}
+            ("uncountedTerminatedPods", "succeeded"), ("exitCodes", "values"), ("spec", "validationActions")}
 _PORT_KEYS = {"containers": ("containerPort", "protocol"), "initContainers": ("containerPort", "protocol"),
               "ephemeralContainers": ("containerPort", "protocol"), "spec": ("port", "protocol")}
 _SETS = {"finalizers"}
@@ -27,7 +27,8 @@ _ATOMIC_MAPS = {"selector", "podSelector", "namespaceSelector", "objectSelector"
                 # +structType=atomic
                 "fieldRef", "resourceFieldRef", "secretKeyRef", "configMapKeyRef", "fileKeyRef", "secretRef", "nodePublishSecretRef",
                 "nodeStageSecretRef", "nodeExpandSecretRef", "controllerPublishSecretRef", "controllerExpandSecretRef", "claimRef",
-                "dataSource", "scopeSelector", "preference", "involvedObject", "regarding", "related"}
+                "dataSource", "scopeSelector", "preference", "involvedObject", "regarding", "related",
+                "matchConstraints", "matchResources", "paramKind", "paramRef"}
 # Atomic maps known by their parent's name too, and maps that are not atomic there although the name is elsewhere.
 _ATOMIC_MAPS_IN = {("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"), ("nodeAffinity", "required"),
                    ("defaultBackend", "resource"), ("backend", "resource"), ("service", "port")}
