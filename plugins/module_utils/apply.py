@@ -19,10 +19,11 @@ from ansible_collections.stacksync.k8s.plugins.module_utils import changeset as 
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import JSON_PATCH, ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import object_diff
 from ansible_collections.stacksync.k8s.plugins.module_utils.drift import foreign_tool, strip, taken_only, takeover_patch
+from ansible_collections.stacksync.k8s.plugins.module_utils.dryrun import DryRuns
 from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, redact_secret_message, ssa_policy
-from ansible_collections.stacksync.k8s.plugins.module_utils.plan import CRD_GK, NAMESPACE_GK, by_stage
+from ansible_collections.stacksync.k8s.plugins.module_utils.plan import CRD_GK, by_stage
 from ansible_collections.stacksync.k8s.plugins.module_utils.progress import NO_PROGRESS, Steps
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, is_ready, wait_gone
 
@@ -58,9 +59,8 @@ class Applier:
         self.map = map_fn
         self.ensure_lock = ensure_lock
         self.crds_ready = False
-        self.new_namespaces = set()
-        self.new_kinds = set()  # (group, kind) of the CRDs this run creates
         self.notes = []
+        self.check = DryRuns(client, map_fn, opts)  # check mode's bookkeeping (.dryrun)
 
     def apply_one(self, d, live, dry_run):
         """Apply one object; returns ``(action, object, error message or None)``.
@@ -70,16 +70,25 @@ class Applier:
         and applied again (adoption in one run). The merge policy takes nothing over.
         """
         path = d.info.object_path(d.oid.namespace, d.oid.name)
+        manifest, standin = d.manifest, None
+        if dry_run:
+            gap = self.check.unchecked(d)
+            if gap:
+                return self.check.skip(d, live, gap)
+            path, manifest, standin = self.check.target(d, path)
         take = not dry_run and ssa_policy(d.manifest) != "merge"
         try:
             if take and live is not None:
                 self.take_over(path, live)
-            status, obj = self.client.apply(path, d.manifest, self.opts.field_manager, force=self.opts.force_conflicts,
+            status, obj = self.client.apply(path, manifest, self.opts.field_manager, force=self.opts.force_conflicts,
                                             dry_run=dry_run, with_status=True)
             if take and live is None and status != 201 and self.take_over(path, obj):
                 obj = self.client.apply(path, d.manifest, self.opts.field_manager, force=self.opts.force_conflicts)
         except ApiError as e:
-            return self._refused(d, live, path, e, dry_run)
+            e, gap = self.check.refused(d, e, standin) if dry_run else (e, None)
+            return self.check.skip(d, live, gap) if gap else self._refused(d, live, path, e, dry_run)
+        if standin:  # told as the namespace it stands in for
+            obj = dict(obj, metadata=dict(obj.get("metadata") or {}, namespace=d.oid.namespace))
         if dry_run and status != 201 and ssa_policy(d.manifest) != "merge":
             obj = self.predict_takeover(d, path, obj)
         self._foreign_tool(d, obj)
@@ -144,16 +153,6 @@ class Applier:
             return None, None, ("%s: cannot change immutable field(s) %s (set recreate_on_immutable or the "
                                 "stacksync.io/recreate-on-immutable annotation to delete and recreate it): %s"
                                 % (d.oid, ", ".join(fields), api_message(d, e.message)))
-        if dry_run and e.is_not_found and (d.from_crd or d.oid.group_kind in self.new_kinds
-                                           or d.oid.namespace in self.new_namespaces):
-            # check mode: its CRD or namespace would be created by this run, so the dry run cannot see it (a
-            # discovery cache written before the CRD was deleted may still list the kind: not from_crd then)
-            return (C.CREATED if live is None else C.CONFIGURED), None, None
-        if dry_run and e.is_not_found and d.oid.namespace and ('namespaces "%s" not found' % d.oid.namespace) in e.message:
-            # check mode: the namespace may come from another source of the same sync; report, don't fail
-            self.notes.append("%s: namespace %s does not exist (yet); the dry run could not check this object"
-                              % (d.named(), d.oid.namespace))
-            return C.CREATED, None, None
         return None, None, "%s: apply failed: %s" % (d.oid, api_message(d, e.describe()))
 
     def recreate(self, d, path, fields):
@@ -173,7 +172,8 @@ class Applier:
 
     @gc_paused
     def apply_all(self, to_apply, ours, changeset, dry_run):
-        """Apply stage by stage; returns ``[(Desired, live object)]`` written."""
+        """Apply stage by stage; returns ``[(Desired, live object)]`` written. Check mode dry-runs the objects of the
+        namespaces it would create in stand-ins (:mod:`.standin`), deleted at the end whatever happens."""
         written = []
         step = Steps(self.progress, "dry-run applied" if dry_run else "applied", len(to_apply))
 
@@ -182,17 +182,23 @@ class Applier:
             step()
             return result
 
-        for stage, items in by_stage(to_apply, key=lambda d: d.oid):
-            if stage > 0:
-                self.after_prerequisites(to_apply, dry_run)
-            if not dry_run:
-                self.ensure_lock()
-            results = self.map(one, items)
-            for note in self.notes:
-                changeset.warn(note)
-            del self.notes[:]
-            for d, before, action, obj, error in results:
-                self._report(d, before, action, obj, error, changeset, written)
+        if dry_run:
+            self.check.begin(to_apply, ours)
+        try:
+            for stage, items in by_stage(to_apply, key=lambda d: d.oid):
+                if stage > 0:
+                    self.after_prerequisites(to_apply, dry_run)
+                if not dry_run:
+                    self.ensure_lock()
+                results = self.map(one, items)
+                for note in self.notes:
+                    changeset.warn(note)
+                del self.notes[:]
+                for d, before, action, obj, error in results:
+                    self._report(d, before, action, obj, error, changeset, written)
+        finally:
+            if dry_run:
+                self.check.end(changeset)
         return written
 
     def _one(self, d, ours, dry_run):
@@ -204,15 +210,14 @@ class Applier:
         return d, before, action, obj, error
 
     def _report(self, d, before, action, obj, error, changeset, written):
-        if d.oid.group_kind == NAMESPACE_GK and action == C.CREATED:
-            self.new_namespaces.add(d.oid.name)
-        elif d.oid.group_kind == CRD_GK and action == C.CREATED:
-            spec = d.manifest.get("spec") or {}
-            self.new_kinds.add((spec.get("group"), (spec.get("names") or {}).get("kind")))
+        self.check.seen(d, action, obj, error, before)
         if error:
             changeset.add(d.oid, d.api_version, C.FAILED, C.PHASE_APPLY, reason=error)
             return
-        changeset.add(d.oid, d.api_version, action, C.PHASE_APPLY, **({"drift": d.drift} if d.drift else {}))
+        extra = {"drift": d.drift} if d.drift else {}
+        if d.oid in self.check.unvalidated:
+            extra["not_validated"] = self.check.unvalidated[d.oid]
+        changeset.add(d.oid, d.api_version, action, C.PHASE_APPLY, **extra)
         if self.opts.diff:
             entry = object_diff(before, obj if obj is not None else d.manifest, is_secret(d.oid), self.opts.diff_full)
             entry["before_header"] = entry["after_header"] = str(d.oid)
@@ -221,7 +226,10 @@ class Applier:
             written.append((d, obj))
 
     def after_prerequisites(self, to_apply, dry_run):
-        """Before stage > 0: CRDs we applied must be Established and their kinds discovered."""
+        """Before stage > 0: CRDs we applied must be Established and their kinds discovered; in check mode, the
+        namespaces we would create get their stand-ins."""
+        if dry_run:
+            self.check.open(to_apply)
         if dry_run or self.crds_ready:
             return
         self.crds_ready = True

@@ -15,7 +15,10 @@ exactly what an apply would change:
 * a field of the manifest that our manager no longer owns was changed or removed by someone: an
   apply writes it again;
 * fields owned by any other manager -- controllers, autoscalers, admission defaults, status,
-  subresources -- are left alone: they are not drift.
+  subresources -- are left alone: they are not drift;
+* empty values are values: ``null`` and ``{}`` are recorded like any other, an empty set or map list
+  (``[]``) records nothing, so its absence is drift only when someone else owns the field whole
+  (:mod:`.owned`).
 
 The checksum annotation says whether git changed; this module says whether the cluster did.
 """
@@ -24,7 +27,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
+from ansible_collections.stacksync.k8s.plugins.module_utils.fieldsv1 import paths, strip, subtract, union
+from ansible_collections.stacksync.k8s.plugins.module_utils.owned import Walk, wanted
+
+__all__ = ["DEFAULT_TAKEOVER", "compile_patterns", "drift", "entries", "foreign_tool", "is_ours", "lost", "paths", "strip",
+           "subtract", "taken_only", "takeover_patch", "to_take", "union", "wanted"]
 
 #: managers whose fields a sync takes over (people's tools), as ``NAME``, ``PREFIX*``, either with
 #: ``:Update`` or ``:Apply`` to match one operation only. ``kubectl*`` covers kubectl's client-side
@@ -80,113 +87,14 @@ def to_take(live, field_manager, patterns, found=None):
     return out
 
 
-def union(a, b):
-    """Union of two ``fieldsV1`` trees."""
-    out = dict(a or {})
-    for k, v in (b or {}).items():
-        out[k] = union(out.get(k), v) if isinstance(v, dict) and v else (out.get(k) if k in out else v)
-    return out
-
-
-def _segment(key):
-    """``f:name`` -> ``name``; ``k:{"name":"x"}`` -> ``[name=x]``; ``v:...`` -> ``[...]``."""
-    kind, _sep, rest = key.partition(":")
-    if kind == "f":
-        return "." + rest
-    if kind == "k":
-        try:
-            return "[%s]" % ",".join("%s=%s" % (k, v) for k, v in sorted(json.loads(rest).items()))
-        except (ValueError, AttributeError):
-            return "[%s]" % rest
-    return "[%s]" % rest
-
-
-def paths(fields, prefix=""):
-    """The leaf paths of a ``fieldsV1`` tree, e.g. ``metadata.labels.team``, ``spec.containers[name=app].image``."""
-    out = []
-    for key, sub in sorted((fields or {}).items()):
-        if key == ".":
-            continue
-        path = prefix + _segment(key)
-        children = [k for k in (sub or {}) if k != "."]
-        out.extend(paths(sub, path) if children else [path])
-    return [p.lstrip(".") for p in out] if not prefix else out
-
-
-def _wanted(manifest, prefix=()):
-    """Field paths (tuples of names) a manifest sets, down to lists and leaves (maps only)."""
-    out = []
-    for key, value in manifest.items():
-        if value is None or (not prefix and key in ("apiVersion", "kind", "status")):
-            continue
-        if prefix == ("metadata",) and key in ("name", "namespace", "generateName"):
-            continue
-        path = (*prefix, key)
-        if isinstance(value, dict) and value:
-            out.extend(_wanted(value, path))
-        else:
-            out.append(path)
-    return out
-
-
-_ABSENT = object()
-
-
-def _unowned(manifest, node, prefix=(), in_item=False):
-    """The paths of :func:`_wanted` (same order) that the ``fieldsV1`` tree ``node`` does not hold:
-    not in it, and not below a field owned as a whole (an atomic map, or an object whose schema
-    preserves unknown fields: the server records no children then). One walk of both trees. An item of a
-    list of mappings is walked when :func:`_item_node` finds its entry (a ``caBundle`` of a webhook, an
-    ``image`` of a container that another manager took); an empty list or map inside it the server records no
-    field for."""
-    out = []
-    for key, value in manifest.items():
-        if value is None or (not prefix and key in ("apiVersion", "kind", "status")):
-            continue
-        if prefix == ("metadata",) and key in ("name", "namespace", "generateName"):
-            continue
-        path = (*prefix, key)
-        sub = node.get("f:" + key, _ABSENT) if isinstance(node, dict) else _ABSENT
-        if sub is _ABSENT and in_item and (value == [] or value == {}):  # the server records no field for it
-            continue
-        if sub is _ABSENT:  # not owned: every field under it is lost
-            out.extend(_wanted(value, path) if isinstance(value, dict) and value else [path])
-        elif sub and isinstance(value, dict) and value:
-            out.extend(_unowned(value, sub, path, in_item))
-        elif sub and isinstance(value, list):
-            for item in value:
-                label, item_node = _item_node(sub, item)
-                if item_node:
-                    out.extend(_unowned(item, item_node, (*prefix, key + label), True))
-        # else: a leaf we own, or a field owned as a whole (empty set in the tree)
-    return out
-
-
-def _item_node(node, item):
-    """``(label, fieldsV1 node)`` of the one ``k:`` entry of a list's ``node`` that keys ``item`` (a mapping): every
-    key field the item sets has the entry's value, and it sets at least one (a key field the server defaults,
-    like a port's ``protocol``, may be missing). ``(None, None)`` when none or several match: the item is then
-    left alone, never reported (a field inside it someone else took is seen only when it is matched)."""
-    if not isinstance(item, dict):
-        return None, None
-    found = []
-    for k, sub in node.items():
-        if not k.startswith("k:"):
-            continue
-        try:
-            key = json.loads(k[2:])
-        except ValueError:
-            continue
-        if isinstance(key, dict) and any(f in item for f in key) and all(
-                item[f] == v and type(item[f]) is type(v) for f, v in key.items() if f in item):
-            found.append((_segment(k), sub))
-    return found[0] if len(found) == 1 else (None, None)
-
-
 def lost(manifest, live, field_manager, found=None):
     """Paths of the manifest our manager no longer owns (someone changed or removed them), or
-    None if the object has no Apply entry of ours at all. ``found``: the object's :func:`entries`."""
-    ours = [e for e in (entries(live) if found is None else found) if is_ours(e, field_manager)]
+    None if the object has no Apply entry of ours at all. ``found``: the object's :func:`entries`.
+
+    The server records every applied value, ``null`` and an empty map (``{}``: a struct, a map) included, but an
+    empty list only when it is atomic: a ``[]`` our tree lacks is lost only as :meth:`.owned.Walk.empty_list_lost` says."""
+    found = entries(live) if found is None else found
+    ours = [e for e in found if is_ours(e, field_manager)]
     if not ours:
         return None
     fields = ours[0].get("fieldsV1") or {}
@@ -194,7 +102,8 @@ def lost(manifest, live, field_manager, found=None):
         fields = {}
         for e in ours:
             fields = union(fields, e.get("fieldsV1") or {})
-    return [".".join(p) for p in _unowned(manifest, fields)]
+    walk = Walk([e for e in found if not is_ours(e, field_manager)])
+    return [".".join(p) for p in walk.unowned(manifest, fields)]
 
 
 def drift(manifest, live, field_manager, patterns, take_over=True):
@@ -237,59 +146,6 @@ def takeover_patch(live, field_manager, patterns):
     rv = (live.get("metadata") or {}).get("resourceVersion")
     return [{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
             {"op": "replace", "path": "/metadata/managedFields", "value": [*keep, merged]}]
-
-
-def subtract(a, b):
-    """The ``fieldsV1`` tree of what ``a`` holds and ``b`` does not. A node ``b`` holds (its ``.``, or any
-    field below it) is never whole in the result: only the fields below it that ``b`` lacks are."""
-    out = {}
-    for key, sub in (a or {}).items():
-        if key not in (b or {}):
-            out[key] = sub
-        elif key != "." and isinstance(sub, dict) and sub:
-            rest = subtract(sub, b[key])
-            rest.pop(".", None)
-            if rest:
-                out[key] = rest
-    return out
-
-
-def _matches(item, key):
-    return isinstance(item, dict) and all(item.get(k) == v for k, v in key.items())
-
-
-def strip(obj, fields):
-    """Copy of ``obj`` without the fields of the ``fieldsV1`` tree ``fields`` (a field, map key, list item by
-    its key or set value: removed whole when the tree holds it as a leaf or holds its ``.``)."""
-    if not isinstance(fields, dict) or not fields:
-        return obj
-    if isinstance(obj, dict):
-        out = dict(obj)
-        for key, sub in fields.items():
-            kind, _sep, name = key.partition(":")
-            if kind != "f" or name not in out:
-                continue
-            if not sub or "." in sub:
-                del out[name]
-            else:
-                out[name] = strip(out[name], sub)
-        return out
-    if isinstance(obj, list):
-        out = list(obj)
-        for key, sub in fields.items():
-            kind, _sep, rest = key.partition(":")
-            try:
-                value = json.loads(rest)
-            except ValueError:
-                continue
-            if kind == "v":
-                out = [i for i in out if i != value]
-            elif kind == "k" and isinstance(value, dict) and (not sub or "." in sub):  # the item whole
-                out = [i for i in out if not _matches(i, value)]
-            elif kind == "k" and isinstance(value, dict):
-                out = [strip(i, sub) if _matches(i, value) else i for i in out]
-        return out
-    return obj
 
 
 def taken_only(obj, field_manager, patterns):

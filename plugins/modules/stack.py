@@ -242,7 +242,13 @@ attributes:
     support: none
   check_mode:
     support: full
-    details: Applies are server-side dry runs; prunes are reported, not done. Nothing is written.
+    details:
+      - Applies are server-side dry runs, so what validation and admission would refuse fails check mode with the
+        run's message; prunes are reported, not done. No object of the stack is written.
+      - The objects of a namespace the run would create are dry-run in a stand-in namespace
+        (C(stacksync-check-<random>), with the labels and annotations the namespace would have), created for the
+        check and deleted before it ends; without the rights to create and delete namespaces they are listed with
+        C(not_validated) in RV(applied).
   diff_mode:
     support: full
     details: Per-object before/after for applied and pruned objects; Secret values are redacted.
@@ -304,6 +310,9 @@ applied:
     - Desired objects and what happened to them (V(created), V(configured) or V(unchanged)).
     - An object configured because the cluster drifted from git carries C(drift), a list of the field managers whose
       changes are reverted (C(manager), C(operation), C(fields) as paths; never values).
+    - In check mode, an object the API server could not validate with a dry run carries C(not_validated), the reason
+      (its CRD is created by the same sync, no rights to create and delete the stand-in namespace it would be checked
+      in, ...); every other object created or configured was accepted by the server's dry run.
   returned: always
   type: list
   elements: dict

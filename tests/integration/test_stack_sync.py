@@ -547,9 +547,15 @@ def test_check_mode_first_sync_with_new_namespace_and_crd(client, record_ns):
     before = dict(client.counts)
     r = sync(client, record_ns, stack, resources, check_mode=True)
     assert r.counts["created"] == 4 and r.changed
-    for method in ("POST", "PUT", "DELETE"):
-        assert client.counts.get(method, 0) == before.get(method, 0)
+    # the ConfigMap was dry-run in a stand-in namespace (created, then deleted: one POST of it, one of an access
+    # review, one DELETE); the Gadget, whose CRD the run would create, is listed as not validated
+    assert client.counts.get("PUT", 0) == before.get("PUT", 0)
+    assert client.counts.get("POST", 0) == before.get("POST", 0) + 2 and client.counts.get("DELETE", 0) == before.get("DELETE", 0) + 1
+    validated = {e["kind"]: e.get("not_validated") for e in r.applied}
+    assert validated["ConfigMap"] is None and validated["Gadget"].startswith("its kind is served by a CustomResourceDefinition")
     assert get(client, "/api/v1/namespaces/" + ns_name) is None
+    assert not [n for n in client.list("/api/v1/namespaces") if n["metadata"]["name"].startswith("stacksync-check-")
+                and n["metadata"]["labels"].get("stacksync.io/check-stand-in") == ns_name]
     assert get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets." + group) is None
 
 

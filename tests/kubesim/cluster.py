@@ -15,6 +15,7 @@ import json
 import threading
 
 from . import aggregation, errors, fields
+from .admission import Admission
 from .controllers import Controllers
 from .defaults import (
     allocate_cluster_ip,
@@ -58,6 +59,7 @@ class Cluster:
         self.crd_establish_delay = crd_establish_delay
         self.ca_pem = ca_pem
         self.controllers = Controllers(self, pods_ready)
+        self.admission = Admission(self)
         self._timers = []
         self._ctxs = {}  # id(type) -> (type, schema Root)
         self._decoded = {}  # see _decoded()
@@ -335,9 +337,10 @@ class Cluster:
             self._check_namespace(rt, ns, meta["name"], True)
             if self._find(rt, ns, meta["name"]) is not None:
                 raise errors.already_exists(rt, meta["name"])
-            return self._insert(rt, obj, manager, dry_run, fields_set=None)
+            return self._insert(rt, obj, manager, dry_run, fields_set=None, admit=subresource is None)
 
-    def _insert(self, rt, obj, manager, dry_run, fields_set, operation="Update"):
+    def _insert(self, rt, obj, manager, dry_run, fields_set, operation="Update", admit=False):
+        """Store a new object (``admit``: a client's write, which validating admission sees)."""
         meta = obj["metadata"]
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(k, None)
@@ -352,6 +355,8 @@ class Cluster:
         apply_defaults(obj, None, operation == "Apply", rt.crd is not None, rt.schema)
         prepare_for_create(obj)
         validate(obj, rt)
+        if admit:
+            self.admission.admit(rt, None, obj)
         if fields_set is None:
             changed, _ = fields.compare(_skeleton(rt, {}), _skeleton(rt, obj), self._ctx(rt))
             fields_set = fields.strip(changed, "status" in rt.subresources) - _UNTRACKED.get(rt.kind, set())
@@ -377,12 +382,12 @@ class Cluster:
                 if rt.key in CREATE_ON_UPDATE and subresource is None:
                     self._check_namespace(rt, ns, name, True)
                     validate(obj, rt)
-                    return self._insert(rt, obj, manager, dry_run, None), 201
+                    return self._insert(rt, obj, manager, dry_run, None, admit=True), 201
                 raise errors.not_found(rt, name)
             want = obj["metadata"].get("resourceVersion")
             if want and want != old["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt, name)
-            return self._write(rt, old, obj, manager, dry_run, subresource), 200
+            return self._write(rt, old, obj, manager, dry_run, subresource, admit=True), 200
 
     def patch(self, rt, ns, name, ptype, body, manager, dry_run=False, subresource=None, force=False, validation="Warn", warnings=None):
         """PATCH (json, merge, strategic or apply); returns (object, status code). Undeclared fields in the result
@@ -414,10 +419,11 @@ class Cluster:
             want = obj["metadata"].get("resourceVersion")
             if want and want != old["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt, name)
-            return self._write(rt, old, obj, manager, dry_run, subresource), 200
+            return self._write(rt, old, obj, manager, dry_run, subresource, admit=True), 200
 
-    def _write(self, rt, old, obj, manager, dry_run, subresource, apply_sets=None):
-        """Common update path: immutables, status handling, defaults, managed fields, generation, store."""
+    def _write(self, rt, old, obj, manager, dry_run, subresource, apply_sets=None, admit=False):
+        """Common update path: immutables, status handling, defaults, managed fields, generation, store
+        (``admit``: a client's write, which validating admission sees unless it is of a subresource)."""
         meta, ometa = obj["metadata"], old["metadata"]
         for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace", "name"):
             if k in ometa:
@@ -450,6 +456,8 @@ class Cluster:
         self._update_managed(rt, old, obj, manager, subresource, apply_sets)
         prepare_for_update(old, obj)
         allocate_node_ports(obj, self._alloc_node_port)
+        if admit and subresource is None:
+            self.admission.admit(rt, old, obj)
         if _same(old, obj):
             return self.view(rt, old)
         if "generation" in ometa and _spec_changed(old, obj):
@@ -529,7 +537,7 @@ class Cluster:
                 raise errors.not_found(rt, name)
             self._check_namespace(rt, ns, name, True)
             validate(config, rt)
-            return self._insert(rt, config, manager, dry_run, applied, "Apply"), 201
+            return self._insert(rt, config, manager, dry_run, applied, "Apply", admit=subresource is None), 201
         want = config["metadata"].get("resourceVersion")
         if want and want != live["metadata"]["resourceVersion"]:
             raise errors.conflict(rt, name)
@@ -542,7 +550,8 @@ class Cluster:
             if owned:
                 entries[("before-first-apply", "Update", None)] = {"apiVersion": rt.api_version, "set": owned, "time": now()}
         merged = fields.merge(_merge_base(live, drop_status and rt.kind != "Namespace"), cfg, ctx)
-        changed, _ = fields.compare(live, merged, ctx)
+        changed, nulled = fields.compare(live, merged, ctx)
+        changed |= nulled & applied  # a field the configuration sets to null (it is removed)
         conflicts = []
         for ident, entry in entries.items():
             if ident[0] == manager:
@@ -567,7 +576,7 @@ class Cluster:
         if previous != applied or changed:
             entries[me]["time"] = now()
         merged["metadata"]["managedFields"] = live["metadata"].get("managedFields")
-        return self._write(rt, live, merged, manager, dry_run, subresource, apply_sets=entries), 200
+        return self._write(rt, live, merged, manager, dry_run, subresource, apply_sets=entries, admit=True), 200
 
     # ---------------------------------------------------------------- delete
     def delete(self, rt, ns, name, propagation=None, dry_run=False, preconditions=None):

@@ -376,7 +376,9 @@ class Controllers:
         for pod in pods[want:]:
             self.c._delete(pod_rt, pod, "Background", False)
         for _ in range(want - len(pods)):
-            self.c.system_write(pod_rt, self._new_pod(rs))
+            pod = self._new_pod(rs)
+            if self.c.admission.allows(pod_rt, pod):  # else the real controller's create fails (Pod Security)
+                self.c.system_write(pod_rt, pod)
         ready = sum(1 for p in self._owned(pod_rt, rs) if not p["metadata"].get("deletionTimestamp") and _condition(p, "Ready"))
         status = {"replicas": want, "fullyLabeledReplicas": want, "observedGeneration": rs["metadata"].get("generation", 1),
                   "readyReplicas": ready, "availableReplicas": ready, "terminatingReplicas": 0}

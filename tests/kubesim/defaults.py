@@ -310,6 +310,29 @@ def _webhooks(obj, mutating):
                 rule.setdefault("scope", "*")
 
 
+def _match_resources(match):
+    if not isinstance(match, dict):
+        return
+    match.setdefault("matchPolicy", "Equivalent")
+    match.setdefault("namespaceSelector", {})
+    match.setdefault("objectSelector", {})
+    for rule in [*(match.get("resourceRules") or []), *(match.get("excludeResourceRules") or [])]:
+        if isinstance(rule, dict):
+            rule.setdefault("scope", "*")
+
+
+def _admission_policy(obj):
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        spec.setdefault("failurePolicy", "Fail")
+        _match_resources(spec.get("matchConstraints"))
+
+
+def _policy_binding(obj):
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        _match_resources(spec.get("matchResources"))
+
 
 def _crd(obj):
     spec = obj.setdefault("spec", {})
@@ -336,7 +359,8 @@ _DEFAULTERS = {
     "PersistentVolumeClaim": _pvc, "PersistentVolume": _pv, "StorageClass": _storageclass, "NetworkPolicy": _networkpolicy,
     "CustomResourceDefinition": _crd, "ClusterRole": _rbac_role, "Role": _rbac_role, "HorizontalPodAutoscaler": _hpa,
     "ValidatingWebhookConfiguration": lambda o: _webhooks(o, False), "MutatingWebhookConfiguration": lambda o: _webhooks(o, True),
-    "APIService": aggregation.defaults,
+    "APIService": aggregation.defaults, "ValidatingAdmissionPolicy": _admission_policy,
+    "ValidatingAdmissionPolicyBinding": _policy_binding,
 }
 
 

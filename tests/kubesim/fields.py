@@ -37,11 +37,12 @@ def value_key(value):
     return "v:" + json.dumps(value, separators=(",", ":"))
 
 
-def _children(value, ctx):
-    """Yield (element, child value, child ctx) for a map or list value."""
+def _children(value, ctx, nulls=False):
+    """Yield (element, child value, child ctx) for a map or list value; a map's null members only with ``nulls``
+    (an applied configuration: server-side apply owns a field set to null like any other value)."""
     if isinstance(value, dict):
         for k, v in value.items():
-            if v is not None:
+            if v is not None or nulls:
                 yield "f:" + k, v, ctx.child(k)
     elif isinstance(value, list):
         lt, keys = ctx.list_type()
@@ -59,8 +60,11 @@ def _is_granular(value, ctx):
 
 
 def collect(value, ctx, path=(), whole=False, out=None):
-    """Paths of a value: for apply (``whole`` False) leaves, list items and untyped maps; with
-    ``whole`` True (an added subtree in an Update) every map and list node as well."""
+    """Paths of a value: for apply (``whole`` False) leaves (``null`` too), list items and untyped maps; with
+    ``whole`` True (an added subtree in an Update) every map and list node as well.
+
+    As structured-merge-diff records an applied configuration: an empty map (``{}``, a struct or a map)
+    and an empty atomic list are leaves, an empty set or map list records nothing (only its items would)."""
     out = set() if out is None else out
     if not _is_granular(value, ctx) or (isinstance(value, dict) and not value):
         if path:
@@ -69,12 +73,13 @@ def collect(value, ctx, path=(), whole=False, out=None):
     if path and (whole or (isinstance(value, dict) and ctx.records_self())):
         out.add(path)
     is_list = isinstance(value, list)
-    for elem, child, cctx in _children(value, ctx):
+    nulls = not whole
+    for elem, child, cctx in _children(value, ctx, nulls):
         cpath = (*path, elem)
         if is_list:
             out.add(cpath)
             if isinstance(child, dict) and child and not ctx.items_atomic():
-                for e2, c2, ctx2 in _children(child, cctx):
+                for e2, c2, ctx2 in _children(child, cctx, nulls):
                     collect(c2, ctx2, (*cpath, e2), whole, out)
         else:
             collect(child, cctx, cpath, whole, out)
@@ -151,7 +156,9 @@ def merge(live, config, ctx):
         out = dict(live)
         merged = set()
         for k, v in config.items():
-            if v is None:
+            if v is None:  # null replaces a value; a granular map or list keeps what others hold in it
+                if not _is_granular(live.get(k), ctx.child(k)):
+                    out[k] = None
                 continue
             out[k] = merge(live.get(k), v, ctx.child(k))
             merged.add(k)

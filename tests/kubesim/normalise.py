@@ -5,6 +5,7 @@
   is kept as written (``3.333``, ``+1``, ``1e3`` on create; apimachinery's ``ParseQuantity`` "reuse the
   string" rule); ``ResourceList`` values (container resources, PVC requests, quota) are also rounded up
   to milli-units (``SetDefaults_ResourceList``).
+- ``null`` values are dropped (a field a server-side apply sets to null is removed, then defaulted).
 - Zero values of ``omitempty`` fields that are not pointers are dropped (``minReadySeconds: 0``,
   ``readOnly: false``, ``value: ""``, ``args: []``, ``labels: {}``); pointer fields keep them
   (``replicas: 0``, ``runAsUser: 0``, ``optional: false``, ``hostPath.type: ""``).
@@ -164,8 +165,8 @@ _QUANTITY_TARGET_FIELDS = frozenset(("value", "averageValue"))
 
 
 def _is_zero(name, value):
-    if value is None:
-        return False
+    if value is None:  # a Go type holds no null: decoding drops it (server-side apply may set a field to null)
+        return True
     if value == "" and isinstance(value, str):
         return name in _DROP_EMPTY_STRING
     if value is False:

@@ -108,6 +108,8 @@ BUILTINS = [
     _r("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, sub=["status"]),
     _r("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False, cat=EXT),
     _r("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False, cat=EXT),
+    _r("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", False, sub=["status"], cat=EXT),
+    _r("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", False, cat=EXT),
     _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, ["crd", "crds"], sub=["status"], cat=EXT),
     _r("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ["pc"]),
     _r("coordination.k8s.io", "v1", "leases", "Lease", True),
@@ -121,7 +123,8 @@ _SUB_KIND = {"scale": ("autoscaling", "v1", "Scale")}
 GENERATION_KINDS = {
     "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "Ingress", "NetworkPolicy",
     "CustomResourceDefinition", "Pod", "HorizontalPodAutoscaler", "PodDisruptionBudget", "ReplicationController",
-    "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "PersistentVolumeClaim",
+    "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "PersistentVolumeClaim", "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
 }
 # Resources for which PUT of a missing object creates it (AllowCreateOnUpdate in the real strategies).
 CREATE_ON_UPDATE = {("", "endpoints"), ("", "events"), ("events.k8s.io", "events"), ("coordination.k8s.io", "leases"), ("", "nodes")}

@@ -10,8 +10,14 @@ _KEYED = {
     "volumes": ("name",), "volumeMounts": ("mountPath",), "volumeDevices": ("devicePath",), "imagePullSecrets": ("name",),
     "hostAliases": ("ip",), "conditions": ("type",), "ownerReferences": ("uid",), "resourceClaims": ("name",),
     "schedulingGates": ("name",), "topologySpreadConstraints": ("topologyKey", "whenUnsatisfiable"),
-    "readinessGates": ("conditionType",), "envFrom": None, "webhooks": ("name",),
+    "envFrom": None, "webhooks": ("name",), "matchConditions": ("name",), "variables": ("name",),
 }
+# Lists typed by their parent's name too (``(parent, name)``; ``""``: at the root of an object), as the real
+# server's OpenAPI says (``x-kubernetes-list-type``, checked against kube-apiserver v1.36).
+_KEYED_IN = {("resources", "claims"): ("name",), ("", "secrets"): ("name",), ("status", "addresses"): ("type",),
+             ("status", "podIPs"): ("ip",), ("status", "resourceClaimStatuses"): ("name",)}
+_SETS_IN = {("spec", "podCIDRs"), ("spec", "volumeLifecycleModes"), ("uncountedTerminatedPods", "failed"),
+            ("uncountedTerminatedPods", "succeeded"), ("exitCodes", "values"), ("spec", "validationActions")}
 _PORT_KEYS = {"containers": ("containerPort", "protocol"), "initContainers": ("containerPort", "protocol"),
               "ephemeralContainers": ("containerPort", "protocol"), "spec": ("port", "protocol")}
 _SETS = {"finalizers"}
@@ -19,7 +25,14 @@ _SETS = {"finalizers"}
 _ATOMIC_ITEMS = {"ownerReferences"}
 _ATOMIC_MAPS = {"selector", "podSelector", "namespaceSelector", "objectSelector", "nodeSelector", "labelSelector", "matchLabels", "roleRef",
                 # +structType=atomic
-                "fieldRef", "resourceFieldRef", "secretKeyRef", "configMapKeyRef"}
+                "fieldRef", "resourceFieldRef", "secretKeyRef", "configMapKeyRef", "fileKeyRef", "secretRef", "nodePublishSecretRef",
+                "nodeStageSecretRef", "nodeExpandSecretRef", "controllerPublishSecretRef", "controllerExpandSecretRef", "claimRef",
+                "dataSource", "scopeSelector", "preference", "involvedObject", "regarding", "related",
+                "matchConstraints", "matchResources", "paramKind", "paramRef"}
+# Atomic maps known by their parent's name too, and maps that are not atomic there although the name is elsewhere.
+_ATOMIC_MAPS_IN = {("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"), ("nodeAffinity", "required"),
+                   ("defaultBackend", "resource"), ("backend", "resource"), ("service", "port")}
+_GRANULAR_MAPS_IN = {("resourceAttributes", "labelSelector")}
 # Lists that are atomic at the root of an object although the same name is keyed elsewhere.
 _ATOMIC_AT_ROOT = {"imagePullSecrets"}
 # Non-pointer structs (and, with "[]", non-omitempty lists) present in a zero-value object of a kind,
@@ -112,13 +125,21 @@ class Typed(Ctx):
             return ("set", None)
         if len(self.names) == 1 and name in _ATOMIC_AT_ROOT:
             return ("atomic", None)
+        keys = _KEYED_IN.get((parent, name))
+        if keys:
+            return ("map", keys)
+        if (parent, name) in _SETS_IN:
+            return ("set", None)
         keys = _KEYED.get(name)
         if keys:
             return ("map", keys)
         return ("atomic", None)
 
     def map_atomic(self):
-        return bool(self.names) and self.names[-1] in _ATOMIC_MAPS
+        if not self.names:
+            return False
+        pair = (self.names[-2] if len(self.names) > 1 else "", self.names[-1])
+        return pair in _ATOMIC_MAPS_IN or (self.names[-1] in _ATOMIC_MAPS and pair not in _GRANULAR_MAPS_IN)
 
     def items_atomic(self):
         return bool(self.names) and self.names[-1] in _ATOMIC_ITEMS

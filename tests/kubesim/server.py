@@ -323,6 +323,8 @@ class Router:
             body = _load_apply(req.body) if ptype == "apply" else req.json_body()
             if ptype == "apply":
                 manager = req.query.get("fieldManager")
+                if not req.subresource and c._find(rt, ns, req.name) is None:  # an apply that creates: the right to create
+                    self._authorize(req, rt, "create")
             obj, code = c.patch(rt, ns, req.name, ptype, body, manager, dry_run, req.subresource, req.flag("force"),
                                 req.query.get("fieldValidation") or "Warn", req.warnings)
             return code, obj
@@ -364,11 +366,14 @@ class Router:
             raise errors.invalid("DryRun", None, [("dryRun", "FieldValueNotSupported", f'Unsupported value: "{value}": supported values: "All"')])
         return True
 
-    def _authorize(self, req, rt):
+    def _authorize(self, req, rt, verb=None):
         plural = f"{rt.plural}/{req.subresource}" if req.subresource else rt.plural
         ns = req.namespace if rt.namespaced else None
-        if not authz.allowed(self.cluster, req.user, req.verb, rt.group, plural, ns, req.name):
-            raise errors.forbidden(req.user.name, req.verb, None, ns, req.name, rt.group, plural)
+        verb = verb or req.verb
+        if not authz.allowed(self.cluster, req.user, verb, rt.group, plural, ns, req.name):
+            # the real server's attributes of a request for a Namespace name it as the namespace too
+            where = req.name if verb == "create" and rt.kind == "Namespace" and rt.crd is None else ns
+            raise errors.forbidden(req.user.name, verb, None, where, req.name, rt.group, plural)
 
 
 def _scale_of(obj):

@@ -98,8 +98,9 @@ def test_a_list_item_is_matched_on_the_key_fields_it_sets_and_never_guessed():
     ports = {"spec": {"ports": [{"port": 80}], "containers": [{"name": "app", "image": "i", "env": [], "resources": {}}]}}
     fields = {"f:spec": {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}}},  # protocol defaulted
                          "f:containers": {'k:{"name":"app"}': {".": {}, "f:name": {}}}}}
-    # the port matches without its defaulted protocol; an empty env / resources records nothing
-    assert lost(ports, ours(fields), "stacksync") == ["spec.containers[name=app].image"]
+    # the port matches without its defaulted protocol; an empty env (a map list) records nothing, an empty
+    # resources (a struct) is recorded like any value
+    assert lost(ports, ours(fields), "stacksync") == ["spec.containers[name=app].image", "spec.containers[name=app].resources"]
     two = {"f:spec": {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {".": {}}, 'k:{"port":80,"protocol":"UDP"}': {".": {}}},
                       "f:containers": {'k:{"name":"other"}': {".": {}}}}}
     assert lost({"spec": {"ports": [{"port": 80, "name": "x"}], "containers": [{"name": "app", "image": "i"}]}},

@@ -29,8 +29,16 @@ def owned_by_definition(fields, path):
     return True
 
 
+def value_at(manifest, path):
+    for name in path:
+        manifest = manifest[name]
+    return manifest
+
+
 def lost_by_definition(manifest, fields):
-    return [".".join(p) for p in drift._wanted(manifest) if not owned_by_definition(fields, p)]
+    """Every path the manifest sets that the tree does not hold, but a ``[]`` (no other manager owns anything, and
+    these manifests are of a built-in kind: an empty set or map list records nothing, so it is never lost here)."""
+    return [".".join(p) for p in drift.wanted(manifest) if not owned_by_definition(fields, p) and value_at(manifest, p) != []]
 
 
 def applied(manifest, fields, *others):
