@@ -5,7 +5,10 @@
 
 One label-selected, paginated list per group/kind in (recorded | desired), all namespaces; these
 lists serve both the no-op check and the prune plan. A kind that cannot be listed is *unverified*:
-warned about, never guessed (its objects are neither checked nor pruned).
+warned about, never guessed (its objects are neither checked nor pruned). An object labelled with the
+stack's name but bound to another record namespace is another stack's (of the same name): not ours.
+Before anything, desired objects that are some stack's state (a record, key or Lease, labelled
+``stacksync.io/record-of``) outside the known record namespaces are refused.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,10 +16,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import STACK_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL, STACK_LABEL
 from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import label, live_identity
+from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import record_namespaces
+from ansible_collections.stacksync.k8s.plugins.module_utils.record import RecordError, bound_elsewhere, could_be_state
 
 #: page size of the label-selected lists of one stack's objects (kubectl pages by 500; these lists
 #: are read whole anyway, so bigger pages only save round trips)
@@ -28,7 +33,7 @@ class Snapshot:
 
     def __init__(self):
         self.ours = {}  # ObjectId -> (info, live object) carrying our stack label
-        self.others = {}  # ObjectId -> other stack name (only for desired identities)
+        self.others = {}  # ObjectId -> other stack name (only looked up for desired identities)
         self.unverified = set()  # (group, kind) we could not list completely
         self.partial_namespaces = {}  # (group, kind) -> namespaces we could list instead
 
@@ -89,6 +94,7 @@ class Observer:
     def observe(self, desired, changeset):
         """The :class:`Snapshot` of the stack (warnings go to ``changeset``)."""
         snap = Snapshot()
+        self.refuse_state(desired)
         self.record.load()
         infos = self.list_infos(desired)
         desired_ns = sorted(set(d.oid.namespace for d in desired if d.oid.namespace))
@@ -107,10 +113,36 @@ class Observer:
                 snap.unverified.add(gk)
                 changeset.warn("cannot list %s (%s): its objects are not checked or pruned" % (group_kind_str(*gk), problem))
                 continue
-            for obj in items:
-                snap.ours[live_identity(obj, info)] = (info, obj)
+            self._sort(info, items, snap)
         self._claims(desired, snap)
         return snap
+
+    def _sort(self, info, items, snap):
+        """Our live objects of one kind into ``snap.ours``; those a stack of the same name with its record in
+        another namespace applied last are its (in ``snap.others``: only desired ones are looked up there)."""
+        for obj in items:
+            oid = live_identity(obj, info)
+            other = bound_elsewhere(obj, self.opts.record_namespace)
+            if other is None:
+                snap.ours[oid] = (info, obj)
+                continue
+            self.record.related_namespaces.add(other)
+            snap.others[oid] = "%s (record in namespace %s)" % (self.opts.stack, other)
+
+    def refuse_state(self, desired):
+        """Raise RecordError for a desired object that exists and is some stack's state (outside the known
+        record namespaces, where prepare refused them by name already): never overwritten by a manifest."""
+        known = record_namespaces(self.opts)
+        suspects = [d for d in desired if could_be_state(d.oid) and d.oid.namespace not in known]
+
+        def fetch(d):
+            return d, self.client.get_or_none(d.info.object_path(d.oid.namespace, d.oid.name))
+
+        found = [(d, live) for d, live in self.map(fetch, suspects) if live is not None and label(live, RECORD_LABEL)]
+        if found:
+            raise RecordError("cannot sync stack %r: %s" % (self.opts.stack, "; ".join(
+                "%s: this is the state of stack %r (labelled %s) and manifests may not declare it"
+                % (d.named(), label(live, RECORD_LABEL), RECORD_LABEL) for d, live in found[:20])))
 
     def _claims(self, desired, snap):
         """Desired objects we did not find: are they another stack's? (``snap.others``)"""

@@ -138,7 +138,7 @@ def test_a_proof_of_a_deleted_lease_fails_and_other_errors_stop_the_prune_too():
     lk.acquire()
     try:
         api.fail["replace"] = [ApiError(500, "InternalError", "etcd is down")]
-        with pytest.raises(LockError, match="cannot prove that this run still holds its lock.*etcd is down"):
+        with pytest.raises(LockError, match=r"cannot prove that this run still holds its lock.*etcd is down"):
             lk.ensure(prove=0)
         assert lk.lost is None  # not known to be lost: the next proof may succeed
         lk.ensure(prove=0)
