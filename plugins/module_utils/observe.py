@@ -15,13 +15,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError, quote_name
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL, STACK_LABEL
 from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import label, live_identity
 from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import record_namespaces
-from ansible_collections.stacksync.k8s.plugins.module_utils.record import RecordError, bound_elsewhere, could_be_state
+from ansible_collections.stacksync.k8s.plugins.module_utils.record import CM_BASE, RecordError, bound_elsewhere, could_be_state
 
 #: page size of the label-selected lists of one stack's objects (kubectl pages by 500; these lists
 #: are read whole anyway, so bigger pages only save round trips)
@@ -129,21 +129,6 @@ class Observer:
             self.record.related_namespaces.add(other)
             snap.others[oid] = "%s (record in namespace %s)" % (self.opts.stack, other)
 
-    def refuse_state(self, desired):
-        """Raise RecordError for a desired object that exists and is some stack's state (outside the known
-        record namespaces, where prepare refused them by name already): never overwritten by a manifest."""
-        known = record_namespaces(self.opts)
-        suspects = [d for d in desired if could_be_state(d.oid) and d.oid.namespace not in known]
-
-        def fetch(d):
-            return d, self.client.get_or_none(d.info.object_path(d.oid.namespace, d.oid.name))
-
-        found = [(d, live) for d, live in self.map(fetch, suspects) if live is not None and label(live, RECORD_LABEL)]
-        if found:
-            raise RecordError("cannot sync stack %r: %s" % (self.opts.stack, "; ".join(
-                "%s: this is the state of stack %r (labelled %s) and manifests may not declare it"
-                % (d.named(), label(live, RECORD_LABEL), RECORD_LABEL) for d, live in found[:20])))
-
     def _claims(self, desired, snap):
         """Desired objects we did not find: are they another stack's? (``snap.others``)"""
         missing = {}
@@ -169,3 +154,36 @@ class Observer:
         for found in self.map(fetch_others, list(missing.values())):
             for oid, other in found:
                 snap.others[oid] = other
+
+    def refuse_state(self, desired):
+        """Raise RecordError for a desired object that is (or could be) some stack's state outside the known
+        record namespaces (prepare refused those by name): one that exists labelled as a stack's state, or any
+        record, key or Lease name in a namespace that holds a stack's record. Never overwritten by a manifest."""
+        known = record_namespaces(self.opts)
+        suspects = [d for d in desired if could_be_state(d.oid) and d.oid.namespace not in known]
+        if not suspects:
+            return
+        holds_records = dict(self.map(self._holds_records, sorted(set(d.oid.namespace for d in suspects))))
+
+        def fetch(d):
+            return d, self.client.get_or_none(d.info.object_path(d.oid.namespace, d.oid.name))
+
+        found = []
+        for d, live in self.map(fetch, suspects):
+            owner = label(live, RECORD_LABEL) if live is not None else None
+            if owner or holds_records[d.oid.namespace]:
+                found.append("%s: this is %s and manifests may not declare it" % (d.named(), (
+                    "the state of stack %r (labelled %s)" % (owner, RECORD_LABEL) if owner else
+                    "(or could be) the state of a stack: %s" % holds_records[d.oid.namespace])))
+        if found:
+            raise RecordError("cannot sync stack %r: %s" % (self.opts.stack, "; ".join(found[:20])))
+
+    def _holds_records(self, namespace):
+        """``(namespace, why it is a record namespace or None)``: it holds a stack's record (or cannot be told)."""
+        try:
+            first = next(iter(self.client.pages(CM_BASE % quote_name(namespace), RECORD_LABEL, 1)), [])
+        except ApiError as e:
+            if not e.is_forbidden:
+                raise
+            return namespace, "whether namespace %s holds stack records cannot be told (%s)" % (namespace, e.describe())
+        return namespace, "namespace %s holds stack records" % namespace if first else None

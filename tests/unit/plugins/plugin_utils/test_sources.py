@@ -215,3 +215,17 @@ def test_a_source_with_its_own_kubeconfig_gets_none_of_the_host_credentials():
     args = sp.stack_args(s, "c", [], PARAMS, "prune")
     assert (args["context"], args["impersonate_user"], args["impersonate_groups"]) == ("tenant", "sa", ["g"])
     assert "kubeconfig" not in args and "api_key" not in args and "ca_cert" not in args
+
+
+def test_every_stack_of_a_sync_with_several_record_namespaces_gets_them_all():
+    # a tenant whose credentials may not list records cluster-wide must still read the other tenants' records
+    sources = resolve({"repo": "file:///a", "stack": "a", "record_namespace": "rec-a"},
+                      {"repo": "file:///b", "stack": "b", "record_namespace": "rec-b"},
+                      {"repo": "file:///c", "stack": "c"})
+    params = dict(PARAMS, record_namespace="rec-default", record_namespaces=["rec-extra"])
+    for s in sources:
+        args = sp.stack_args(s, "abc", [], params, "prune")
+        assert args["record_namespaces"] == ["rec-a", "rec-b", "rec-default", "rec-extra"]
+    assert sp.stack_args(sources[2], "abc", [], params, "prune")["record_namespace"] == "rec-default"
+    (alone,) = resolve({"repo": "file:///a", "stack": "a", "record_namespace": "rec-a"})
+    assert "record_namespaces" not in sp.stack_args(alone, "abc", [], PARAMS, "prune")  # one namespace: nothing to add
