@@ -100,8 +100,8 @@ class Pruner:
                 kept[oid] = P.Reason(P.RECORD_UNKNOWN, (
                     "not pruned: it was applied before objects named their stack's record namespace, and a stack "
                     "also named %r keeps its record in namespace %s: it may be that stack's. Delete it by hand, or "
-                    "annotate it %s=<the record namespace of its stack>" % (stack, ", ".join(namesakes),
-                                                                          RECORD_NAMESPACE_ANNOTATION)))
+                    "annotate it %s=<the record namespace of its stack>"
+                    % (stack, ", ".join(namesakes), RECORD_NAMESPACE_ANNOTATION)))
         return declared, kept
 
     def contents(self, oid, prune_ids, prune_uids):
