@@ -158,7 +158,8 @@ class PrunePlan:
         self.candidates = []  # to delete
         self.kept = []  # the stack's objects left alone, with why
         self.terminating = []  # deleted earlier, waiting for finalizers: not deleted again
-        self.releases = []  # still declared by another stack's record: handed to it
+        self.releases = []  # still declared by another stack's record: handed to it (its name, a plain str)
+        self.release_namespaces = {}  # ObjectId -> record namespace of the stack it is handed to (when known)
         self.holders = []  # candidates that are Namespaces / CRDs: their contents decide
         self.owned = 0  # the stack's live objects (the prune budget's base)
 
@@ -196,7 +197,9 @@ def prune_plan(ours, stack, desired_ids, desired_checksums, declared_elsewhere=N
             continue
         others = (declared_elsewhere or {}).get(identity_digest(oid))
         if others:
-            plan.releases.append((oid, info, obj, sorted(others)[0]))
+            other = sorted(others, key=lambda c: (str(c), getattr(c, "record_namespace", "")))[0]
+            plan.releases.append((oid, info, obj, str(other)))
+            plan.release_namespaces[oid] = getattr(other, "record_namespace", None)
             continue
         if oid in (kept or {}):
             plan.kept.append((oid, info, obj, kept[oid]))

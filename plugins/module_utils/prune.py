@@ -168,7 +168,7 @@ class Pruner:
         if plan.releases and not dry_run:
             self.ensure_lock(prove=True)
         for oid, info, obj, other in plan.releases:
-            self._release(oid, info, obj, other, changeset, dry_run)
+            self._release(oid, info, obj, (other, plan.release_namespaces.get(oid)), changeset, dry_run)
         pruned = set()
         step = Steps(self.progress, "dry-run pruned" if dry_run else "pruned", len(plan.candidates))
 
@@ -279,22 +279,22 @@ class Pruner:
         if again.candidates:
             return None, fresh
         if again.releases:
-            return (RELEASE, (again.releases[0][3], fresh)), None
+            return (RELEASE, ((again.releases[0][3], again.release_namespaces.get(oid)), fresh)), None
         if again.terminating:
             return (TERMINATING, again.terminating[0][3]), None
         reason = again.kept[0][3] if again.kept else P.Reason(P.CHANGED, "no longer to be deleted")
         return (KEPT, P.Reason(reason.code, "changed since the run observed it; not deleted: %s" % reason)), None
 
-    def _release(self, oid, info, obj, other, changeset, dry_run):
-        """Hand an object we no longer declare to ``other``, a stack that still does: its label and mark
-        become theirs, our checksum goes (their next run applies it)."""
+    def _release(self, oid, info, obj, to, changeset, dry_run):
+        """Hand an object we no longer declare to ``to`` = ``(stack, its record namespace or None: ours)``, a
+        stack that still does: its label, mark and record namespace become theirs, our checksum goes (their next
+        run applies it)."""
+        other, bound = to[0], to[1] or self.opts.record_namespace
         problem = None
         if not dry_run:
             meta = obj.get("metadata") or {}
-            # the stack that declares it, and its record namespace (a Claim; a plain name: ours)
-            bound = getattr(other, "record_namespace", self.opts.record_namespace)
             body = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "labels": {STACK_LABEL: other},
-                                 "annotations": {OWNER_ANNOTATION: owner_mark(str(other), oid), CHECKSUM_ANNOTATION: None,
+                                 "annotations": {OWNER_ANNOTATION: owner_mark(other, oid), CHECKSUM_ANNOTATION: None,
                                                  RECORD_NAMESPACE_ANNOTATION: bound}}}
             try:
                 self.client.request("PATCH", info.object_path(oid.namespace, oid.name),
@@ -305,7 +305,6 @@ class Pruner:
             changeset.add(oid, live_api_version(obj, info), C.SKIPPED, C.PHASE_PRUNE, P.RELEASE_REFUSED, problem, stack=other)
             changeset.warn("%s: %s; it stays and the next run retries" % (oid, problem))
             return
-        changeset.add(oid, live_api_version(obj, info), C.RELEASED, C.PHASE_PRUNE, stack=str(other))
-        who = other.describe() if hasattr(other, "describe") else repr(other)
-        changeset.warn("%s is no longer in stack %r but stack %s still declares it: released to it, not deleted"
-                       % (oid, self.opts.stack, who))
+        changeset.add(oid, live_api_version(obj, info), C.RELEASED, C.PHASE_PRUNE, stack=other)
+        changeset.warn("%s is no longer in stack %r but stack %r (record in namespace %s) still declares it: released "
+                       "to it, not deleted" % (oid, self.opts.stack, other, bound))
