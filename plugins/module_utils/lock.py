@@ -107,6 +107,7 @@ class LeaseLock:
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": self.name, "namespace": self.namespace, "labels": {RECORD_LABEL: self.stack}},
                     "spec": self._spec()}
+            sent = self.clock()  # a proof counts from when its write was sent
             try:
                 self._obj = self.client.create(LEASE_BASE % quote_name(self.namespace), body)
                 break
@@ -123,6 +124,7 @@ class LeaseLock:
                 break
             if self._expired(spec):
                 current["spec"] = self._spec(transitions=int(spec.get("leaseTransitions") or 0) + 1)
+                sent = self.clock()
                 try:
                     self._obj = self.client.replace(self.path, current)
                     self.took_over = bool(holder)
@@ -135,7 +137,7 @@ class LeaseLock:
                 raise LockError("stack %r is locked by another run (Lease %s/%s held by %s); waited %ss" % (
                     self.stack, self.namespace, self.name, holder, self.timeout))
             self.sleep(self.poll)
-        self._renewed = self.clock()
+        self._renewed = sent
         self._stop.clear()
         self._thread = threading.Thread(target=self._renew_loop, name="stacksync-lease")
         self._thread.daemon = True

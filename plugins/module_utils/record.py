@@ -183,9 +183,6 @@ class Claim(str):
         out.record_namespace = record_namespace
         return out
 
-    def describe(self):
-        return "%r (record in namespace %s)" % (str(self), self.record_namespace)
-
 
 class Records:
     """The stack records a run could read: ``items`` ``[(namespace, stack, data)]``; ``missing``: the

@@ -172,7 +172,9 @@ options:
       - Namespace of the stack's record ConfigMap, HMAC key Secret and lock Lease. Must exist.
       - The stack is its name and this namespace; each object it applies is annotated
         C(stacksync.io/record-namespace) with it, so two stacks of one name whose records live in different
-        namespaces never prune each other's objects.
+        namespaces never prune each other's objects. Changing it therefore makes another stack; after the first run
+        with the new namespace, delete the old record and key (C(stacksync-<name>), C(stacksync-<name>-key)) from
+        the old one (until then, what the old record declares is released to it rather than deleted).
     type: str
     default: kube-system
   record_namespaces:

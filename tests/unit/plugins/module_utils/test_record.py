@@ -151,7 +151,6 @@ def test_claims_are_read_from_the_records_of_every_namespace():
     claims = records.claims("a", "ns")
     assert claims == {"d1": ["a"], "d2": ["b"], "d3": ["b", "c"], "d5": ["c"], "d6": ["a"]}
     assert [c.record_namespace for c in claims["d3"]] == ["ns", "other"] and claims["d1"][0].record_namespace == "tenant"
-    assert claims["d1"][0].describe() == "'a' (record in namespace tenant)"
     assert records.namesakes("a", "ns") == ["tenant"] and records.namesakes("b", "ns") == []
 
 
