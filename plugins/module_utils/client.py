@@ -181,9 +181,10 @@ class KubeClient:
 
     # -- requests ---------------------------------------------------------------------------
     def request(self, method, path, params=None, body=None, content_type=JSON, accept=JSON, raw=False,
-                with_status=False):
+                with_status=False, before_attempt=None):
         """Send one request; return the decoded JSON body (or ``(status, headers, bytes)`` if raw,
-        ``(status, body)`` if with_status).
+        ``(status, body)`` if with_status). ``before_attempt()`` runs before each attempt, retries
+        included (the prune's lock proof: it raises to send nothing more).
 
         Raises :class:`ApiError` on a non-2xx answer after retries.
         """
@@ -202,6 +203,8 @@ class KubeClient:
         started = self.clock()
         while True:
             attempt += 1
+            if before_attempt is not None:
+                before_attempt()
             self._count(method)
             try:
                 resp = self._pool.request(method, url, body=data, headers=headers, retries=False,
@@ -304,13 +307,14 @@ class KubeClient:
     def replace(self, path, body):
         return self.request("PUT", path, body=body)
 
-    def delete(self, path, propagation_policy=None, preconditions=None, dry_run=False):
+    def delete(self, path, propagation_policy=None, preconditions=None, dry_run=False, before_attempt=None):
         body = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if propagation_policy:
             body["propagationPolicy"] = propagation_policy
         if preconditions:
             body["preconditions"] = preconditions
-        return self.request("DELETE", path, params={"dryRun": "All"} if dry_run else None, body=body)
+        kwargs = {"before_attempt": before_attempt} if before_attempt is not None else {}
+        return self.request("DELETE", path, params={"dryRun": "All"} if dry_run else None, body=body, **kwargs)
 
     def close(self):
         with contextlib.suppress(Exception):

@@ -38,6 +38,7 @@ ARGUMENT_SPEC = dict(
     field_manager=dict(type="str", default="stacksync"),
     takeover_managers=dict(type="list", elements="str"),
     record_namespace=dict(type="str", default="kube-system"),
+    record_namespaces=dict(type="list", elements="str"),
     full_prune_scan=dict(type="bool", default=False),
     concurrency=dict(type="int", default=16),
     discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),

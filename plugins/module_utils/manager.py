@@ -94,10 +94,10 @@ class StackManager:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _ensure_lock(self):
-        """Stop before a write if the run no longer holds the stack's Lease."""
+    def _ensure_lock(self, prove=False):
+        """Stop before a write if the run no longer holds the stack's Lease (``prove``: see LeaseLock.ensure)."""
         if self._lock is not None:
-            self._lock.ensure()
+            self._lock.ensure(prove)
 
     @contextlib.contextmanager
     def _locked(self):
@@ -171,9 +171,10 @@ class StackManager:
     def finalize(self, desired, plan):
         """The prune plan with its facts: what other stacks declare, what Namespaces / CRDs hold."""
         if plan.deletes and not plan.final:
-            declared, contents = self.pruner.facts(plan.prune)
+            declared, contents, kept = self.pruner.facts(plan.prune)
             plan.prune = confine_prune(P.prune_plan(plan.snap.ours, self.stack, set(d.oid for d in desired),
-                                                    set(d.checksum for d in desired), declared, contents), self.opts.policy)
+                                                    set(d.checksum for d in desired), declared, contents, kept),
+                                       self.opts.policy)
         plan.final = True
         return plan
 

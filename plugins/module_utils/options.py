@@ -21,7 +21,7 @@ DEFAULTS = dict(
     record_namespace="kube-system", commit=None, phase="all", concurrency=16, full_prune_scan=False,
     check_mode=False, diff=False, diff_full=True, wait=False, wait_timeout=300, wait_conditions=None, discovery_cache_dir=None,
     lock_timeout=300, lease_duration=60, crd_timeout=60, poll_interval=1.0, max_prune=None, takeover_managers=None,
-    confinement=None,
+    confinement=None, record_namespaces=None,
 )
 
 
@@ -74,7 +74,8 @@ def options_from_params(params, context_namespace=None, check_mode=False, diff=F
                  recreate_on_immutable="recreate_on_immutable", record_namespace="record_namespace", commit="commit",
                  phase="phase", concurrency="concurrency", full_prune_scan="full_prune_scan", wait="wait",
                  wait_timeout="wait_timeout", wait_conditions="wait_condition", discovery_cache_dir="discovery_cache_dir",
-                 max_prune="max_prune", lock_timeout="wait_timeout", takeover_managers="takeover_managers")
+                 max_prune="max_prune", lock_timeout="wait_timeout", takeover_managers="takeover_managers",
+                 record_namespaces="record_namespaces")
     options = dict((option, params[param]) for option, param in names.items() if params.get(param) is not None)
     options["namespace"] = params.get("namespace") or context_namespace or "default"
     options["confinement"] = dict((k, params.get(k)) for k in POLICY_OPTIONS)

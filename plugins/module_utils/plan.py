@@ -97,6 +97,14 @@ CONTENTS_UNKNOWN = "contents-unknown"
 DELETE_REFUSED = "delete-refused"
 RELEASE_REFUSED = "release-refused"
 NOT_APPLIED = "not-applied"
+#: the facts say it may be another stack's: the records that would tell cannot all be read
+RECORDS_UNREADABLE = "records-unreadable"
+#: stamped before objects named their record namespace, and a stack of the same name has its record elsewhere
+RECORD_UNKNOWN = "record-unknown"
+#: bound to another record namespace (a stack of the same name took it over after the observation)
+OTHER_RECORD = "other-record"
+#: changed since it was observed (its DELETE's preconditions failed) and no longer to be deleted
+CHANGED = "changed"
 
 TERMINATING_REASON = Reason(TERMINATING, "terminating: deleted, waiting for its finalizers")
 
@@ -145,10 +153,13 @@ class PrunePlan:
     :class:`Reason` fourth, ``releases`` the stack they are handed to."""
 
     def __init__(self):
+        self.rules = None  # (stack, desired ids, desired checksums): to decide again on a re-read object
+        self.facts = (None, None, None)  # (declared elsewhere, contents, kept) it was made with
         self.candidates = []  # to delete
         self.kept = []  # the stack's objects left alone, with why
         self.terminating = []  # deleted earlier, waiting for finalizers: not deleted again
-        self.releases = []  # still declared by another stack's record: handed to it
+        self.releases = []  # still declared by another stack's record: handed to it (its name, a plain str)
+        self.release_namespaces = {}  # ObjectId -> record namespace of the stack it is handed to (when known)
         self.holders = []  # candidates that are Namespaces / CRDs: their contents decide
         self.owned = 0  # the stack's live objects (the prune budget's base)
 
@@ -158,15 +169,19 @@ class PrunePlan:
 
 
 @gc_paused
-def prune_plan(ours, stack, desired_ids, desired_checksums, declared_elsewhere=None, contents=None):
+def prune_plan(ours, stack, desired_ids, desired_checksums, declared_elsewhere=None, contents=None, kept=None):
     """The prune plan of a stack: pure.
 
     :param ours: ``{ObjectId: (info, live object)}`` of the objects carrying the stack's label.
     :param declared_elsewhere: ``{identity digest: [stack]}`` from the other stacks' records (None: not read).
     :param contents: ``{ObjectId: [blocker ObjectId] | problem string}`` for the Namespaces / CRDs among
         the candidates (None: not read yet; they stay candidates and are listed in ``holders``).
+    :param kept: ``{ObjectId: Reason}``: candidates the facts say cannot be proven to be the stack's to
+        delete (the records that would tell cannot all be read, or may be another stack's of the same name).
     """
     plan = PrunePlan()
+    plan.rules = (stack, desired_ids, desired_checksums)
+    plan.facts = (declared_elsewhere, contents, kept)
     for oid, (info, obj) in ours.items():
         if owned_by(obj, stack, oid):
             plan.owned += 1
@@ -182,7 +197,12 @@ def prune_plan(ours, stack, desired_ids, desired_checksums, declared_elsewhere=N
             continue
         others = (declared_elsewhere or {}).get(identity_digest(oid))
         if others:
-            plan.releases.append((oid, info, obj, sorted(others)[0]))
+            other = sorted(others, key=lambda c: (str(c), getattr(c, "record_namespace", "")))[0]
+            plan.releases.append((oid, info, obj, str(other)))
+            plan.release_namespaces[oid] = getattr(other, "record_namespace", None)
+            continue
+        if oid in (kept or {}):
+            plan.kept.append((oid, info, obj, kept[oid]))
             continue
         if oid.group_kind in (NAMESPACE_GK, CRD_GK):
             plan.holders.append(oid)

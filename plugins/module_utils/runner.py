@@ -58,6 +58,7 @@ ARGUMENT_SPEC = dict(
     fail_on_shared=dict(type="bool", default=False),
     recreate_on_immutable=dict(type="bool", default=False),
     record_namespace=dict(type="str", default="kube-system"),
+    record_namespaces=dict(type="list", elements="str"),
     commit=dict(type="str"),
     wait=dict(type="bool", default=False),
     wait_timeout=dict(type="int", default=300),

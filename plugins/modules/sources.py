@@ -224,6 +224,13 @@ options:
   record_namespace:
     description: As O(stacksync.k8s.stack#module:record_namespace); O(sources[].record_namespace) wins.
     type: str
+  record_namespaces:
+    description:
+      - As O(stacksync.k8s.stack#module:record_namespaces). When the sources of the sync keep their records in more
+        than one namespace, every stack gets all of them (with these), so that a source whose credentials may not list
+        records cluster-wide still reads the others' (or, lacking the right, prunes nothing it cannot prove undeclared).
+    type: list
+    elements: str
   takeover_managers:
     description: As O(stacksync.k8s.stack#module:takeover_managers).
     type: list

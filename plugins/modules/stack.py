@@ -29,7 +29,12 @@ description:
     owner mark become the other stack's), with a warning. An object already being deleted (finalizers pending) is
     reported under RV(terminating), not deleted again and not counted as a change.
   - A run that would delete more objects than O(max_prune) allows fails before any write, listing them.
-  - Manifests may not declare a stack's own state (its record, key or Lease in O(record_namespace)).
+  - Manifests may not declare any stack's state (a record, key or Lease in O(record_namespace) or
+    O(record_namespaces), or an existing object labelled C(stacksync.io/record-of) anywhere).
+  - Deletes are fenced. Each DELETE carries the uid and resourceVersion the plan saw; an object changed
+    since (taken over by another stack, edited) is read again and decided again, never deleted on a stale view.
+    Each is sent only after a write of the stack's Lease that the server accepted at most 6 seconds before (a
+    tenth of the Lease's 60 second duration); a run that lost or outlived its lock stops before deleting.
   - The stack's record is a ConfigMap C(stacksync-<name>) in O(record_namespace) with the label
     C(stacksync.io/record-of=<name>), holding the stack checksum, the commit, the group/kinds the stack uses (the
     only kinds listed when pruning) and the time of the last sync that changed something. The HMAC key for Secret
@@ -165,8 +170,25 @@ options:
   record_namespace:
     description:
       - Namespace of the stack's record ConfigMap, HMAC key Secret and lock Lease. Must exist.
+      - The stack is its name and this namespace; each object it applies is annotated
+        C(stacksync.io/record-namespace) with it, so two stacks of one name whose records live in different
+        namespaces never prune each other's objects. Changing it therefore makes another stack; after the first run
+        with the new namespace, delete the old record and key (C(stacksync-<name>), C(stacksync-<name>-key)) from
+        the old one (until then, what the old record declares is released to it rather than deleted).
     type: str
     default: kube-system
+  record_namespaces:
+    description:
+      - Other namespaces that hold the records of stacks (other tenants' O(record_namespace)). Before deleting
+        anything, a run reads the records of every stack, so that it never deletes what another stack still
+        declares (it releases it instead), nor the objects of another stack of the same name whose record lives
+        elsewhere. It lists them cluster-wide (C(list) on C(configmaps) at cluster scope, label
+        C(stacksync.io/record-of)); where its credentials may not, it reads them in O(record_namespace), in these
+        namespaces and in those its objects name, and if it may not read one of them it deletes nothing it cannot
+        prove undeclared, naming the missing right.
+      - M(stacksync.k8s.sources) sets it to the record namespaces of all the stacks of the sync.
+    type: list
+    elements: str
   commit:
     description:
       - Source commit to store in the stack's record.
@@ -328,7 +350,11 @@ skipped_objects:
   description:
     - Objects neither applied nor pruned, each with a C(reason) (the message), a C(code) (V(ignored), V(not-applied),
       V(not-owned), V(checksum-desired), V(has-owner), V(prune-disabled), V(not-deletable), V(holds-others),
-      V(contents-unknown), V(delete-refused), V(release-refused)) and the C(phase) (V(apply) or V(prune)).
+      V(contents-unknown), V(delete-refused), V(release-refused), V(records-unreadable) -- the credentials may not
+      read the records that would prove nobody else declares it --, V(record-unknown) -- applied before objects named
+      their record namespace, while a stack of the same name keeps its record elsewhere) and the C(phase) (V(apply) or
+      V(prune)). An object that changed after the run observed it keeps the code of the rule that spares it now (for
+      example V(not-owned) once another stack took it over; V(other-record) for a stack of the same name).
     - Not called C(skipped), which Ansible reads as "the task was skipped".
   returned: always
   type: list

@@ -61,6 +61,10 @@ options:
     description: Namespace of the stack's record.
     type: str
     default: kube-system
+  record_namespaces:
+    description: As O(stacksync.k8s.stack#module:record_namespaces) (what C(would_prune) says is what a sync deletes).
+    type: list
+    elements: str
   full_prune_scan:
     description: List every listable kind with the stack's label instead of the recorded group/kinds.
     type: bool

@@ -55,6 +55,8 @@ def resolve(sources, defaults):
         entry = dict(base, **dict((k, v) for k, v in source.items() if v is not None))
         resolved.append(_checked(i + 1, entry))
     check_stacks(renamed_dependencies(resolved))
+    for entry in resolved:  # each stack reads the records of the others (stack_args), None: the task's default
+        entry["sync_record_namespaces"] = [s.get("record_namespace") or None for s in resolved]
     return resolved
 
 
@@ -173,6 +175,10 @@ def stack_args(source, commit, resources, params, phase, wait=False, environ=Non
     if source.get("impersonate_user") == "":  # an empty string turns the host's impersonation off
         args.pop("impersonate_user", None)
         args.pop("impersonate_groups", None)
+    default = params.get("record_namespace") or "kube-system"
+    known = set(ns or default for ns in source.get("sync_record_namespaces") or ())
+    if len(known) > 1:  # where a source's credentials may not list records cluster-wide, it reads these
+        args["record_namespaces"] = sorted(known | set(params.get("record_namespaces") or ()))
     args.update(name=source["stack"], state=source["state"], prune=True)
     if source["namespace"]:
         args["namespace"] = source["namespace"]

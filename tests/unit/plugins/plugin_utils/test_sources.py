@@ -253,3 +253,17 @@ def test_confinement_options_reach_the_stack_run():
     args = sp.stack_args(s, "c0ffee", [], {}, "apply")
     assert (args["allowed_namespaces"], args["allowed_kinds"], args["denied_kinds"], args["allow_cluster_scoped"]) == (
         ["team-a"], ["ConfigMap"], ["Secret"], False)
+
+
+def test_every_stack_of_a_sync_with_several_record_namespaces_gets_them_all():
+    # a tenant whose credentials may not list records cluster-wide must still read the other tenants' records
+    sources = resolve({"repo": "file:///a", "stack": "a", "record_namespace": "rec-a"},
+                      {"repo": "file:///b", "stack": "b", "record_namespace": "rec-b"},
+                      {"repo": "file:///c", "stack": "c"})
+    params = dict(PARAMS, record_namespace="rec-default", record_namespaces=["rec-extra"])
+    for s in sources:
+        args = sp.stack_args(s, "abc", [], params, "prune")
+        assert args["record_namespaces"] == ["rec-a", "rec-b", "rec-default", "rec-extra"]
+    assert sp.stack_args(sources[2], "abc", [], params, "prune")["record_namespace"] == "rec-default"
+    (alone,) = resolve({"repo": "file:///a", "stack": "a", "record_namespace": "rec-a"})
+    assert "record_namespaces" not in sp.stack_args(alone, "abc", [], PARAMS, "prune")  # one namespace: nothing to add
