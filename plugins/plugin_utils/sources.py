@@ -18,9 +18,11 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import 
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import repo_subpath, source_stack
 
 SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "namespace", "prune", "state", "vars",
-                  "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on")
+                  "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on",
+                  "trusted", "vault_id", "kustomize_remote")
 SOURCE_DEFAULTS = {"version": "HEAD", "path": ".", "stack": "", "include": [], "exclude": [], "namespace": "",
-                   "prune": True, "state": "present", "vars": {}, "depends_on": []}
+                   "prune": True, "state": "present", "vars": {}, "depends_on": [],
+                   "trusted": False, "vault_id": [], "kustomize_remote": False}
 #: the host's credentials, not given to a source with its own kubeconfig or context
 HOST_CREDENTIALS = ("kubeconfig", "context", "host", "api_key", "username", "password", "ca_cert", "client_cert",
                     "client_key")

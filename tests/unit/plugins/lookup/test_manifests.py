@@ -80,8 +80,10 @@ def repo(tmp_path):
 
 
 def test_lookup_in_process_templates_and_decrypts(repo):
+    """A trusted repository (trusted=true): its templates get the play's variables (plus template_vars), its vault
+    data every secret of the play."""
     lookup, variables = make_lookup(repo.parent, {"app_name": "web", "replicas": 2, "more_data": {"k": "v"}})
-    manifests = lookup.run(["repo"], variables, template_vars={"extra": "yes"})
+    manifests = lookup.run(["repo"], variables, template_vars={"extra": "yes"}, trusted=True)
     assert [m["metadata"]["name"] for m in manifests] == ["web", "inline", "whole", "demo"]
     cm, inline, whole, _ns = manifests
     assert cm["data"] == {"replicas": "4", "extra": "yes", "path": "C:\\dir\\n", "k": "v"}
@@ -97,7 +99,7 @@ def test_lookup_in_process_templates_and_decrypts(repo):
 def test_lookup_options(repo):
     lookup, variables = make_lookup(repo.parent, {"app_name": "web", "replicas": 1, "more_data": {}})
     manifests = lookup.run([str(repo)], variables, include=["apps/*.yaml"], exclude=["apps/secret.yaml"],
-                           source_annotation=False)
+                           source_annotation=False, vault_id=["default"])
     assert [m["metadata"]["name"] for m in manifests] == ["inline"]
     assert "annotations" not in manifests[0]["metadata"]
     assert [m["metadata"]["name"] for m in lookup.run([str(repo)], variables, recursive=False)] == ["demo"]
@@ -126,7 +128,7 @@ def test_lookup_template_error_is_an_ansible_error_naming_the_file(tmp_path):
     lookup, variables = make_lookup(tmp_path)
     with pytest.raises(AnsibleError) as info:
         lookup.run(["t"], variables)
-    assert "cm.yaml.j2: template error" in str(info.value) and "nope" in str(info.value)
+    assert "cm.yaml.j2 (line 4): template error" in str(info.value) and "nope" in str(info.value)
 
 
 def test_lookup_wrong_vault_password(tmp_path):
@@ -163,7 +165,7 @@ def test_playbook_query_and_lookup(tmp_path, repo):
     out_file = tmp_path / "out.json"
     tasks = [
         {"name": "render", "ansible.builtin.set_fact": {
-            "rendered": "{{ query('stacksync.k8s.manifests', 'repo') }}",
+            "rendered": "{{ query('stacksync.k8s.manifests', 'repo', trusted=true) }}",
             "as_lookup": "{{ lookup('stacksync.k8s.manifests', 'repo', exclude=['apps']) }}",
             "one": "{{ lookup('stacksync.k8s.manifests', 'repo', exclude=['apps'], wantlist=true) }}"}},
         {"name": "save", "ansible.builtin.copy": {
@@ -202,10 +204,11 @@ def test_playbook_template_error(tmp_path):
     result = run_playbook(tmp_path, tasks)
     assert result.returncode != 0
     output = result.stdout + result.stderr
-    assert "cm.yaml.j2: template error" in output and "undefined_thing" in output
+    assert "cm.yaml.j2 (line 4): template error" in output and "undefined_thing" in output
 
 
 def test_playbook_template_vars_includes_filters_and_lookups(tmp_path):
+    """A trusted repository (trusted=true): full Ansible templating, play variables and lookups included."""
     write(tmp_path, {
         "repo/apps/cm.yaml.j2": """\
             apiVersion: v1
@@ -224,7 +227,7 @@ def test_playbook_template_vars_includes_filters_and_lookups(tmp_path):
     out_file = tmp_path / "out.json"
     tasks = [
         {"name": "render", "ansible.builtin.set_fact": {
-            "rendered": "{{ query('stacksync.k8s.manifests', 'repo', template_vars={'name': 'tv'}) }}"}},
+            "rendered": "{{ query('stacksync.k8s.manifests', 'repo', template_vars={'name': 'tv'}, trusted=true) }}"}},
         {"name": "save", "ansible.builtin.copy": {"content": "{{ rendered | to_json }}", "dest": str(out_file),
                                                   "mode": "0600"}},
     ]
@@ -302,7 +305,7 @@ def test_lookup_error_in_document_2_names_repo_file_and_document(tmp_path, case)
 
 @pytest.mark.parametrize("case, files, expected", [
     ("template error", {"manifests/app.yaml.j2": _three_documents(CM.format(name="{{ no_such_var }}"))},
-     ["manifests/app.yaml.j2: template error", "no_such_var"]),
+     ["manifests/app.yaml.j2 (line 14): template error", "no_such_var"]),
     ("vault file", {"manifests/app.yaml": VaultLib().encrypt(b"a: 1\n", VaultSecret(b"another password"))},
      ["manifests/app.yaml: cannot decrypt the vault-encrypted file"]),
     ("missing term", {}, ["manifests does not exist"]),

@@ -167,12 +167,12 @@ def test_loader_vault_values_are_decrypted():
 
 
 @pytest.mark.parametrize("text, chunks", [
-    ("a: 1\n", [(0, 1, "a: 1\n\n")]),
-    ("---\na: 1\n---\n---\n# c\n---\nb: 2\n", [(0, 2, "a: 1\n"), (1, 4, "\n"), (2, 5, "# c\n"), (3, 7, "b: 2\n\n")]),
-    ("# header\n---  # comment\r\na: 1\n", [(0, 3, "a: 1\n\n")]),
+    ("a: 1\n", [(0, 1, "a: 1\n")]), ("a: 1", [(0, 1, "a: 1\n")]),
+    ("---\na: 1\n---\n---\n# c\n---\nb: 2\n", [(0, 2, "a: 1\n"), (1, 4, "\n"), (2, 5, "# c\n"), (3, 7, "b: 2\n")]),
+    ("# header\n---  # comment\r\na: 1\n", [(0, 3, "a: 1\n")]),
     ("", []), ("# only a comment\n", []),
     ("a: 1\n---\n", [(0, 1, "a: 1\n"), (1, 3, "\n")]),
-    ("a: |\n  ---\n  x\n", [(0, 1, "a: |\n  ---\n  x\n\n")]),  # indented: not a separator
+    ("a: |\n  ---\n  x\n", [(0, 1, "a: |\n  ---\n  x\n")]),  # indented: not a separator
 ])
 def test_split_documents(text, chunks):
     assert list(K.split_documents(text)) == chunks
@@ -503,4 +503,4 @@ def test_split_documents_without_separators_is_one_document_if_it_has_content(te
         return
     lines = text.split("\n")
     has_content = any(line.strip() and not line.lstrip().startswith("#") for line in lines)
-    assert list(K.split_documents(text)) == ([(0, 1, text + "\n")] if has_content else [])
+    assert list(K.split_documents(text)) == ([(0, 1, text if text.endswith("\n") else text + "\n")] if has_content else [])

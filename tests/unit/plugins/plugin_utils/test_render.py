@@ -725,7 +725,7 @@ def test_shown_path():
 def test_errors_under_a_root_name_no_controller_path(tmp_path):
     checkout = write(tmp_path / "cache" / "abcd", {"apps/ok.yaml": CM.format(name="ok"), "other/x.yaml": "x: [\n"})
     for path, expected in [(checkout / "apps" / "nope", "apps/nope does not exist"),
-                           (checkout / "other", "other/x.yaml (document 0, line 3): invalid YAML"),
+                           (checkout / "other", "other/x.yaml (document 0, line 2): invalid YAML"),  # PyYAML: line 2
                            (tmp_path, "resolves outside the checkout: refused")]:
         err = render_error(path, root=str(checkout))
         assert expected in str(err) and str(checkout) not in str(err), str(err)
