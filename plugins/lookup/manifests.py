@@ -232,12 +232,6 @@ except ImportError:  # pragma: no cover - ansible-core < 2.19
     def trust_as_template(value):
         return value
 
-try:
-    from ansible.parsing.vault import parse_vaulttext_envelope
-except ImportError:  # pragma: no cover
-    parse_vaulttext_envelope = None
-
-
 def error_message(exc, path, root):
     """The lookup's message for a RenderError: the file first. With a ``root`` (the checkout), the file is
     named by its path in the repository and the checkout's directory on the controller is never named;
@@ -248,13 +242,11 @@ def error_message(exc, path, root):
 
 
 def encrypted_for(b_vaulttext):
-    """The vault id a vault envelope names in its header (format 1.2), else ``None``."""
-    if parse_vaulttext_envelope is None:
-        return None
-    try:
-        return parse_vaulttext_envelope(b_vaulttext)[3] or None
-    except Exception:  # pylint: disable=broad-except  # not an envelope: the decryption says so
-        return None
+    """The vault id a vault envelope's header names (``$ANSIBLE_VAULT;1.2;AES256;<vault id>``), else ``None``."""
+    header = b_vaulttext.lstrip().split(b"\n", 1)[0].strip().split(b";")
+    if len(header) >= 4 and header[0] == b"$ANSIBLE_VAULT" and header[3]:
+        return header[3].decode("utf-8", "replace")
+    return None
 
 
 class LookupModule(LookupBase):

@@ -35,6 +35,7 @@ import re
 
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sandbox_filters
 from jinja2 import BaseLoader, StrictUndefined, TemplateNotFound, TemplateSyntaxError, nodes
+from jinja2.environment import TemplateModule
 from jinja2.exceptions import SecurityError, TemplateError, UndefinedError
 from jinja2.runtime import BlockReference, LoopContext, Macro, TemplateReference, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -53,7 +54,7 @@ REFUSED_NAMES = dict(
 #: Types whose (public) attributes a sandboxed template may read.
 SAFE_TYPES = (str, int, float, bool, type(None), dict, list, tuple, type({}.keys()), type({}.values()),
               type({}.items()), LoopContext, Namespace, Cycler, Joiner, Macro, TemplateReference, BlockReference,
-              Undefined)
+              TemplateModule, Undefined)
 #: Largest value (string, list) a template may build when its output is not limited (``max_file_size`` 0).
 DEFAULT_VALUE_LIMIT = 64 * 1024 * 1024
 #: Largest width, count or exponent a template may ask of an operator or filter.
@@ -87,7 +88,7 @@ class SandboxEnvironment(ImmutableSandboxedEnvironment):
 
     def __init__(self, searchpath, directory, max_output):
         super(SandboxEnvironment, self).__init__(
-            undefined=StrictUndefined, trim_blocks=True, keep_trailing_newline=True, autoescape=False,
+            undefined=StrictUndefined, trim_blocks=True, autoescape=False,
             extensions=["jinja2.ext.loopcontrols"], finalize=_finalize,
             loader=ConfinedLoader(searchpath, directory, max_output))
         self.max_output = max_output or DEFAULT_VALUE_LIMIT  # the largest value it may build, too
@@ -98,6 +99,16 @@ class SandboxEnvironment(ImmutableSandboxedEnvironment):
 
     def is_safe_attribute(self, obj, attr, value):
         return isinstance(obj, SAFE_TYPES) and super(SandboxEnvironment, self).is_safe_attribute(obj, attr, value)
+
+    def getattr(self, obj, attribute):
+        if not isinstance(obj, SAFE_TYPES):  # a function, a type...: not even whether it has the attribute
+            self.unsafe_undefined(obj, attribute)
+        return super(SandboxEnvironment, self).getattr(obj, attribute)
+
+    def getitem(self, obj, argument):
+        if not isinstance(obj, SAFE_TYPES):
+            self.unsafe_undefined(obj, argument)
+        return super(SandboxEnvironment, self).getitem(obj, argument)
 
     def unsafe_undefined(self, obj, attribute):
         raise Refused("attribute %r of a value of type %s is not available in the sandbox (only public attributes "
@@ -300,9 +311,16 @@ def render_template(text, path, directory, variables, max_output):
         tree = env.parse(text, name, path)
         check_template(tree, path, variables)
         template = env.template_class.from_code(env, env.compile(tree, name, path), env.make_globals(None))
-        return _output(template.generate(variables), max_output)
+        return _with_trailing_newlines(_output(template.generate(variables), max_output), text)
     except Exception as exc:  # pylint: disable=broad-except  # every failure becomes a TemplateFailure
         raise _failure(exc, path, directory) from None
+
+
+def _with_trailing_newlines(out, text):
+    """``out`` ending with as many line breaks as the template's ``text`` (Jinja2 drops the last one of each
+    template; Ansible gives them back to the template it renders, not to what it includes)."""
+    missing = (len(text) - len(text.rstrip("\n"))) - (len(out) - len(out.rstrip("\n")))
+    return out + "\n" * missing if missing > 0 else out
 
 
 def _output(chunks, max_output):

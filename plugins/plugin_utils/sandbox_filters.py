@@ -358,10 +358,26 @@ ANSIBLE_TESTS = {
 }
 
 
+def defined_arguments(function):
+    """``function`` failing as Jinja2 does (``'x' is undefined``) when given an undefined value."""
+    def checked(*args, **kwargs):
+        for arg in list(args) + list(kwargs.values()):
+            if isinstance(arg, Undefined):
+                arg._fail_with_undefined_error()  # pylint: disable=protected-access
+        return function(*args, **kwargs)
+
+    checked.wrapped = function
+    return checked
+
+
+#: Ansible's filters, as a sandboxed template calls them (an undefined argument fails; mandatory says so itself)
+_CHECKED_FILTERS = dict((k, v if k == "mandatory" else defined_arguments(v)) for k, v in ANSIBLE_FILTERS.items())
+
+
 def allowed_filters():
     """``name -> function`` of every filter a sandboxed template may use."""
     filters = dict((k, v) for k, v in DEFAULT_FILTERS.items() if k not in JINJA_FILTERS_LEFT_OUT)
-    filters.update(ANSIBLE_FILTERS)
+    filters.update(_CHECKED_FILTERS)
     filters.update(("ansible.builtin." + k, v) for k, v in list(filters.items()))
     return filters
 
