@@ -521,7 +521,8 @@ def _rendered(unit, text, settings):
         raise RenderError("template error: %s" % _msg(exc), unit.rel) from exc
     if isinstance(rendered, (dict, list)):  # a template that is a single expression
         rendered = json.dumps(rendered)
-    rendered = str(rendered)
+    # a plain str: ansible-core 2.16's unsafe text is a subclass whose str() is itself, which libyaml refuses
+    rendered = "".join([str(rendered)])
     if settings.max_file_size and len(rendered) > settings.max_file_size:
         raise RenderError("the template's output is over the %d byte limit (max_file_size)" % settings.max_file_size,
                           unit.rel)

@@ -384,9 +384,9 @@ def plain_variables(value, depth=0):
     if isinstance(value, float):
         return float(value)
     if isinstance(value, str):
-        return str(value)
+        return "".join([value])  # an exact str (str() of ansible-core 2.16's unsafe text is itself)
     if isinstance(value, dict) or hasattr(value, "items"):
-        return dict((str(k), plain_variables(v, depth + 1)) for k, v in value.items())
+        return dict(("".join([str(k)]), plain_variables(v, depth + 1)) for k, v in value.items())
     if isinstance(value, (list, tuple, set, frozenset)):
         return [plain_variables(v, depth + 1) for v in value]
-    return str(value)
+    return "".join([str(value)])
