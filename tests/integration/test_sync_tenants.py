@@ -11,6 +11,7 @@ import uuid
 import pytest
 from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
 
 try:
     from .test_sync_helpers import GitRepo, clean_env, namespace, run_playbook, sim_of, write_inventory
@@ -22,8 +23,8 @@ TOKEN = "platform-admin-token-" + uuid.uuid4().hex[:8]
 
 
 def cm_template(name, ns, data_lines):
-    return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n%s" % (
-        name, ns, "".join("  %s\n" % line for line in data_lines))
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\ndata:\n" + "".join(
+        f"  {line}\n" for line in data_lines)
 
 
 def vault_value(password, label, value):
@@ -31,15 +32,15 @@ def vault_value(password, label, value):
 
 
 def secret_with(name, ns, vaulted):
-    return ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\nstringData:\n  password: !vault |\n%s\n"
-            % (name, ns, textwrap.indent(vaulted, "    ")))
+    return (f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {ns}\nstringData:\n"
+            "  password: !vault |\n" + textwrap.indent(vaulted, "    ") + "\n")
 
 
 #: tenant B's escapes: directory -> (file, its text given tenant B's namespace and the marker path, what the error
 #: names); the refused construct is on line 7 of each file
 def escapes(ns, marker, a_vaulted):
     return {
-        "lookup": ("cm.yaml.j2", cm_template("esc-lookup", ns, ["k: \"{{ lookup('pipe', 'touch %s') }}\"" % marker]),
+        "lookup": ("cm.yaml.j2", cm_template("esc-lookup", ns, ["k: \"{{ lookup('pipe', 'touch " + str(marker) + "') }}\""]),
                    "template refused: 'lookup' is not available"),
         "query": ("cm.yaml.j2", cm_template("esc-query", ns, ["k: \"{{ query('file', '/etc/passwd') | first }}\""]),
                   "template refused: 'query' is not available"),
@@ -140,7 +141,7 @@ def test_two_tenants_templates_sandboxed_vault_values_their_own_escapes_refused(
     # nothing of them written, the pipe lookup never ran, no secret in the output
     names = [o["metadata"]["name"] for o in client.get(f"/api/v1/namespaces/{ns_b}/configmaps")["items"]]
     assert not [n for n in names if n.startswith("esc-")], names
-    with pytest.raises(Exception):
+    with pytest.raises(ApiError, match="404"):
         client.get(f"/api/v1/namespaces/{ns_b}/secrets/esc-vault")
     assert not marker.exists()
     assert TOKEN not in run.output and a_password not in run.output
