@@ -232,6 +232,7 @@ except ImportError:  # pragma: no cover - ansible-core < 2.19
     def trust_as_template(value):
         return value
 
+
 def error_message(exc, path, root):
     """The lookup's message for a RenderError: the file first. With a ``root`` (the checkout), the file is
     named by its path in the repository and the checkout's directory on the controller is never named;

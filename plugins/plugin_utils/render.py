@@ -39,8 +39,7 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.kubeyaml import (
     iter_json_values,
     split_documents,
 )
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.kustomize import (  # noqa: F401  (KUSTOMIZATION_FILES)
-    KUSTOMIZATION_FILES,
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.kustomize import (
     KustomizationRefused,
     OutputTooLarge,
     check_tree,

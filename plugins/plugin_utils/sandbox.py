@@ -32,6 +32,7 @@ __metaclass__ = type
 
 import os
 import re
+from collections.abc import ItemsView, KeysView, ValuesView
 
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sandbox_filters
 from jinja2 import BaseLoader, StrictUndefined, TemplateNotFound, TemplateSyntaxError, nodes
@@ -52,9 +53,9 @@ REFUSED_NAMES = dict(
                  "inventory_dir", "inventory_file", "playbook_dir", "role_path", "omit", "now", "undef")]
 )
 #: Types whose (public) attributes a sandboxed template may read.
-SAFE_TYPES = (str, int, float, bool, type(None), dict, list, tuple, type({}.keys()), type({}.values()),
-              type({}.items()), LoopContext, Namespace, Cycler, Joiner, Macro, TemplateReference, BlockReference,
-              TemplateModule, Undefined)
+SAFE_TYPES = (str, int, float, bool, type(None), dict, list, tuple, KeysView, ValuesView, ItemsView,
+              LoopContext, Namespace, Cycler, Joiner, Macro, TemplateReference, BlockReference, TemplateModule,
+              Undefined)
 #: Largest value (string, list) a template may build when its output is not limited (``max_file_size`` 0).
 DEFAULT_VALUE_LIMIT = 64 * 1024 * 1024
 #: Largest width, count or exponent a template may ask of an operator or filter.
