@@ -150,6 +150,12 @@ def test_undefined_names_say_what_a_sandboxed_template_gets(source):
     assert "only its source's vars and inventory_hostname" in err.problem
 
 
+@pytest.mark.parametrize("expression", ["app_name | to_json", "app_name | b64encode", "{'a': 1} | combine(app_name)"])
+def test_an_undefined_value_given_to_a_filter_fails_as_undefined(source, expression):
+    err = refusal(source, "a: 1\nname: {{ " + expression + " }}\n")
+    assert err.line == 2 and err.problem.startswith("template error: 'app_name' is undefined"), err.problem
+
+
 # ------------------------------------------------------------------------------------------
 # What templates may do
 # ------------------------------------------------------------------------------------------
