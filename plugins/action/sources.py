@@ -98,7 +98,9 @@ class ActionModule(ActionBase):
         lookup = lookup_loader.get(LOOKUP, loader=self._loader, templar=self._templar)
         try:
             resources = lookup.run([src], variables=task_vars, root=root, include=source["include"] or None,
-                                   exclude=source["exclude"] or None, template_vars=source["vars"] or None)
+                                   exclude=source["exclude"] or None, template_vars=source["vars"] or None,
+                                   trusted=source["trusted"], vault_id=source["vault_id"] or [],
+                                   kustomize_remote=source["kustomize_remote"])
         except AnsibleError as e:
             return source, co["commit"], None, str(e)
         display.vv("stacksync [%s] stack %s: %s commit %s, %d objects rendered in %.1f s"

@@ -39,6 +39,9 @@ RENDER_SPEC = dict(
     max_file_size=dict(type="int"),
     kustomize_command=dict(type="list", elements="str"),
     kustomize_timeout=dict(type="int"),
+    trusted=dict(type="bool"),
+    vault_id=dict(type="list", elements="str", no_log=False),
+    kustomize_remote=dict(type="bool"),
 )
 
 ARGUMENT_SPEC = dict(

@@ -90,8 +90,34 @@ options:
         type: str
         choices: [present, absent]
       vars:
-        description: Extra variables for the C(*.j2) templates of this source.
+        description:
+          - Variables for the C(*.j2) templates of this source. Its templates render in a sandbox (see
+            O(sources[].trusted)) and get these and C(inventory_hostname) only - never C(hostvars), the other
+            sources' settings or any credential.
         type: dict
+      trusted:
+        description:
+          - Render this source's templates with full Ansible templating (the play's variables, lookups, every filter)
+            and decrypt its vault data with every vault secret of the play (unless O(sources[].vault_id) is set),
+            instead of in the sandbox. B(Its templates can then run commands on the controller and copy every
+            variable of the play, other sources' credentials included, into the cluster), so it is only for
+            repositories whose authors may run the job itself.
+          - Defaults to V(false). See lookup C(stacksync.k8s.manifests) for what the sandbox allows.
+        type: bool
+      vault_id:
+        description:
+          - The vault ids whose secrets may decrypt this source's vault-encrypted files and C(!vault) values (the labels
+            of the job's C(--vault-id label@source), C(default) for C(--vault-password-file)). Give each tenant its
+            own vault id, so that a vault value copied from one tenant's repository into another's is not decrypted.
+          - Defaults to none (no vault data is decrypted), or, with O(sources[].trusted=true), every secret of the play.
+        type: list
+        elements: str
+      kustomize_remote:
+        description:
+          - Let this source's kustomizations refer to remote bases, resources and files (git repositories and URLs
+            that kustomize fetches from the network on the controller). Defaults to V(false), refused before
+            kustomize runs.
+        type: bool
       kubeconfig:
         description:
           - Kubeconfig (a path or a mapping) for this source, instead of the host's connection settings. When this or

@@ -77,8 +77,9 @@ options:
   src:
     description:
       - A directory (or single manifest file) on the controller whose manifests are the desired set, rendered by the
-        action plugin exactly as the C(stacksync.k8s.manifests) lookup renders it (templates get the task's variables,
-        vault data is decrypted with the play's secrets), with the options in O(render).
+        action plugin exactly as the C(stacksync.k8s.manifests) lookup renders it (templates in the sandbox, with
+        O(render.template_vars) only, vault data with the secrets of O(render.vault_id) only; O(render.trusted=true)
+        for the task's variables and every secret), with the options in O(render).
       - Faster than O(resources) for large stacks, as the manifests are not templated into the task's arguments.
         A directory that fails to render fails the task before anything is written.
       - A relative path is relative to the playbook directory, as for the lookup. Mutually exclusive with O(resources)
@@ -298,6 +299,7 @@ EXAMPLES = r"""
       exclude: ["legacy/**"]
       template_vars:
         replicas: 3
+      vault_id: [apps]  # its !vault values are encrypted with --vault-id apps@...
     commit: "{{ checkout.after }}"
 
 - name: The same with the manifests passed as a list

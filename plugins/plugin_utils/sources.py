@@ -24,9 +24,10 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.rename import rename
 
 SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "namespace", "prune", "state", "vars",
                   "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on",
-                  *POLICY_OPTIONS)
+                  "trusted", "vault_id", "kustomize_remote", *POLICY_OPTIONS)
 SOURCE_DEFAULTS = {"version": "HEAD", "path": ".", "stack": "", "include": [], "exclude": [], "namespace": "",
-                   "prune": True, "state": "present", "vars": {}, "depends_on": []}
+                   "prune": True, "state": "present", "vars": {}, "depends_on": [],
+                   "trusted": False, "vault_id": [], "kustomize_remote": False}
 #: the job's connection settings, none of which a source with its own kubeconfig or context gets (nor the
 #: K8S_AUTH_* environment: its stack runs with k8s_auth_env false); only request_timeout is not a credential
 HOST_CREDENTIALS = tuple(sorted(set(AUTH_ARG_SPEC) - {"request_timeout"}))
