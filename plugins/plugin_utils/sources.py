@@ -140,8 +140,8 @@ Step = namedtuple("Step", ["stage", "source", "commit", "resources", "phase", "m
 
 
 def single_run(prepared):
-    """One present source that prunes: applied and pruned by one stack run (phase all)."""
-    return len(prepared) == 1 and prepared[0][0]["state"] == "present" and bool(prepared[0][0]["prune"])
+    """One present source: applied and (as its stack's prune gate says) pruned by one stack run (phase all)."""
+    return len(prepared) == 1 and prepared[0][0]["state"] == "present"
 
 
 def _failed_applies(done):
@@ -323,9 +323,9 @@ def _merged(*lists):
 def _pruning(source, prune, prune_failed):
     if prune_failed:
         return "failed"
-    if prune:
-        return "done"
-    return "disabled" if not source["prune"] and source["state"] == "present" else "not run"
+    if not source["prune"] and source["state"] == "present":
+        return "disabled"
+    return "done" if prune else "not run"
 
 
 def _ref_text(o):

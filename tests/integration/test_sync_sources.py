@@ -312,7 +312,11 @@ def test_a_renamed_stack_takes_its_objects_over_and_the_old_name_absent_deletes_
 
     assert sync(tmp_path, inventory, [{"repo": repo.url, "stack": old}]).rc == 0
     before = live()
-    run = sync(tmp_path, inventory, [{"repo": repo.url, "stack": new}, {"repo": repo.url, "stack": old, "state": "absent"}])
+    renamed = [{"repo": repo.url, "stack": new}, {"repo": repo.url, "stack": old, "state": "absent"}]
+    check = sync(tmp_path, inventory, renamed, "--check")  # a move in check mode too: released, not deleted
+    assert check.rc == 0 and "pruned ConfigMap" not in check.stdout, check.stdout
+    assert check.summary_rows()["the-cluster"][old]["pruned"] == "0", check.stdout
+    run = sync(tmp_path, inventory, renamed)
     assert run.rc == 0, run.tail()
     assert live() == {name: (uid, new) for name, (uid, _stack) in before.items()}  # the same objects, now the new stack's
     repo.remove("b.yaml")

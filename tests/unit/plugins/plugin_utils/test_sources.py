@@ -253,11 +253,17 @@ def prepared(*sources, errors=()):
             for s in resolve(*sources)]
 
 
-def test_a_single_source_that_prunes_is_one_run():
+def test_a_single_source_is_one_run():
     assert run(prepared({"repo": "file:///r", "stack": "a"}), {}) == [("apply", "a", "all")]
-    # without prune: applied, and the gate holds the prune back
-    assert run(prepared({"repo": "file:///r", "stack": "a", "prune": False}), {}) == [
-        ("apply", "a", "apply"), ("prune", "a", "prune is false")]
+    # without prune too: its stack's prune gate holds the prune back (stack_args passes prune: false)
+    (source, commit, resources, _e), = p = prepared({"repo": "file:///r", "stack": "a", "prune": False})
+    assert run(p, {}) == [("apply", "a", "all")]
+    assert sp.stack_args(source, commit, resources, PARAMS, "all")["prune"] is False
+    entry = sp.stack_entry(source, commit, 0, {"changed": False, "counts": {}}, None, one_run=True)
+    assert entry["pruning"] == "disabled" and not entry["failed"]
+    # and two sources, one without prune: the gate holds its prune run back
+    assert run(prepared({"repo": "file:///r", "stack": "a", "prune": False}, {"repo": "file:///r", "stack": "b"}),
+               {})[2:] == [("prune", "b", "prune"), ("prune", "a", "prune is false")]
 
 
 def test_applies_in_order_then_prunes_in_reverse():
