@@ -12,7 +12,8 @@ of its apply). They serve two rules:
 * **two sources, one object**: an object two sources of the run declare stays with the stack that owns it (its
   label); when neither does, with the first of them in the run's order. The other one leaves it alone (a skipped
   entry and a warning naming both sources) until the owner stops declaring it, then takes it over
-  (:meth:`RunSources.yielded`). No flip between them from run to run.
+  (:meth:`RunSources.split`). No flip between them from run to run. A source of the run that could not be rendered
+  is listed without objects (``objects: null``): what carries its stack's label stays with it.
 
 An identity is the manifest's group, kind, namespace and name. The namespace of a manifest that names none is the
 other source's ``namespace``, else this run's default: both scopes are matched (an object is namespaced or not by
@@ -27,6 +28,8 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.identity import Obje
 
 #: keys of one ``other_sources`` entry
 ENTRY_KEYS = ("stack", "source", "namespace", "earlier", "objects")
+#: why an object is left to a source whose declared set is unknown this run
+NOT_RENDERED = "whose source could not be rendered in this run"
 
 
 class Claim:
@@ -57,11 +60,15 @@ class RunSources:
 
     def __init__(self, entries=None, default_namespace="default"):
         self.claims = {}  # ObjectId -> [Claim] in the run's order
+        self.unknown = {}  # stack -> Claim of the sources whose declared set is unknown (not rendered)
         for entry in entries or []:
             if not isinstance(entry, dict) or not entry.get("stack") or set(entry) - set(ENTRY_KEYS):
                 raise ValueError("other_sources: each entry is a mapping of %s, got %r"
                                  % (", ".join(ENTRY_KEYS), sorted(entry) if isinstance(entry, dict) else entry))
             claim = Claim(entry["stack"], entry.get("source"), bool(entry.get("earlier")))
+            if entry.get("objects") is None:
+                self.unknown[claim.stack] = claim
+                continue
             namespace = entry.get("namespace") or default_namespace
             for obj in entry.get("objects") or []:
                 for oid in _identities(obj, namespace):
@@ -71,7 +78,7 @@ class RunSources:
         self._digests = None
 
     def __bool__(self):
-        return bool(self.claims)
+        return bool(self.claims or self.unknown)
 
     __nonzero__ = __bool__
 
@@ -92,13 +99,14 @@ class RunSources:
         return out
 
     def split(self, to_apply, snap, stack, source):
-        """``(to_apply, yielded, warnings)``: the objects this stack leaves to another source of the run that
-        declares them too (``[(Desired, message)]``, one warning per source they are left to), and the others.
+        """``(to_apply, yielded, warnings)``: the objects this stack leaves to another source of the run
+        (``[(Desired, message)]``, one warning per source they are left to), and the others.
 
         An object stays with the stack whose label it carries (``snap.ours``: this one; ``snap.others``: another)
-        if that stack declares it in this run; else with the first of the run's sources that declare it.
+        if that stack declares it in this run, or if that stack's source could not be rendered (whether it still
+        declares it is unknown); else with the first of the run's sources that declare it.
         """
-        if not self.claims:
+        if not self:
             return to_apply, [], []
         keep, yielded, by_keeper = [], [], {}
         for d in to_apply:
@@ -106,24 +114,29 @@ class RunSources:
             if keeper is None:
                 keep.append(d)
                 continue
-            yielded.append((d, "also declared by source %s, %s: left to it until it stops declaring it"
-                            % (keeper.named(), why)))
+            verb = "owned by" if why == NOT_RENDERED else "also declared by"
+            yielded.append((d, "%s source %s, %s: left to it until it stops declaring it" % (verb, keeper.named(), why)))
             by_keeper.setdefault(keeper, (why, []))[1].append(d.named())
-        warnings = []
-        for keeper, (why, names) in by_keeper.items():
-            shown = "; ".join(names[:5]) + ("; and %d more" % (len(names) - 5) if len(names) > 5 else "")
-            warnings.append("declared by two sources of this run, %s and %s: %d object(s) stay with stack %r, %s, "
-                            "until that source stops declaring them: %s" % (
-                                keeper.named(), Claim(stack, source, False).named(), len(names), keeper.stack, why,
-                                shown))
-        return keep, yielded, warnings
+        return keep, yielded, [self._warning(keeper, why, names, Claim(stack, source, False))
+                               for keeper, (why, names) in by_keeper.items()]
+
+    @staticmethod
+    def _warning(keeper, why, names, this):
+        shown = "; ".join(names[:5]) + ("; and %d more" % (len(names) - 5) if len(names) > 5 else "")
+        if why == NOT_RENDERED:
+            return ("%d object(s) that %s declares belong to %s, %s: they stay with stack %r until it stops declaring "
+                    "them: %s" % (len(names), this.named(), keeper.named(), why, keeper.stack, shown))
+        return ("declared by two sources of this run, %s and %s: %d object(s) stay with stack %r, %s, until that "
+                "source stops declaring them: %s" % (keeper.named(), this.named(), len(names), keeper.stack, why, shown))
 
     def _keeper(self, d, snap):
         """``(Claim, why)`` of the other source that keeps desired ``d``, or ``(None, None)`` if this stack does."""
-        claims = self.claims.get(d.oid)
-        if not claims or d.ignored or d.oid in snap.ours:
+        if d.ignored or d.oid in snap.ours:
             return None, None
         owner = snap.others.get(d.oid)
+        if owner in self.unknown:
+            return self.unknown[owner], NOT_RENDERED
+        claims = self.claims.get(d.oid) or ()
         for claim in claims:
             if claim.stack == owner:
                 return claim, "which owns it"

@@ -237,7 +237,8 @@ options:
       - Set by C(stacksync.k8s.sources) (not meant to be set by hand) with what the other sources of the same run
         declare, whatever became of their applies. Each entry has C(stack), C(source), C(namespace) (the namespace
         of its objects that name none), C(earlier) (whether it comes before this stack in the run's order) and
-        C(objects), each V([apiVersion, kind, namespace, name]).
+        C(objects), each V([apiVersion, kind, namespace, name]) (none, V(null), for a source that could not be
+        rendered; what carries its stack's label is then left to it, and its record counts as declared).
       - Nothing they declare is pruned by this stack; it is released to their stack, as when another stack's record
         declares it.
       - An object one of them declares too stays with the stack that owns it (its label), or, when neither does, with

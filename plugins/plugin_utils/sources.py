@@ -210,7 +210,8 @@ def declared(resources):
 
 def other_sources(prepared, source, params, declarations):
     """The stack option ``other_sources`` of ``source``'s runs: what every other present source of the run rendered
-    (whatever became of its apply; a source that could not be rendered is not listed: its record counts).
+    (whatever became of its apply). A source that could not be rendered is listed without objects (None): what it
+    owns stays with it, and what its record declares counts as declared.
 
     ``declarations``: ``{stack: declared(resources)}``, computed once per run.
     """
@@ -219,11 +220,11 @@ def other_sources(prepared, source, params, declarations):
         if other is source:
             earlier = False
             continue
-        if other["state"] != "present" or error or resources is None:
+        if other["state"] != "present":
             continue
         out.append({"stack": other["stack"], "source": other["source_id"], "earlier": earlier,
                     "namespace": other["namespace"] or params.get("namespace") or "",
-                    "objects": declarations[other["stack"]]})
+                    "objects": None if error or resources is None else declarations[other["stack"]]})
     return out
 
 

@@ -132,6 +132,14 @@ def test_two_sources_declaring_one_object_do_not_flip_it(env, kube):
     # b comes first in the list now: the object stays with a, which owns it
     run = sync(tmp_path, inventory, list(reversed(sources)))
     assert run.rc == 0 and live(client, ns, "both") == first and run.recap["the-cluster"]["changed"] == 0, run.tail()
+    # a cannot be rendered: whether it still declares the object is unknown, so b does not take it over
+    (a.path / "broken.yaml").write_text("data: {a: [unclosed\n")
+    a.commit("broken")
+    run = sync(tmp_path, inventory, sources)
+    assert run.rc != 0 and live(client, ns, "both") == first, run.tail()
+    assert "whose source could not be rendered in this run" in run.output, run.tail()
+    a.remove("broken.yaml")
+    a.commit("fixed")
     # the move between repos, in the order that never deletes: a stops declaring it, then b has it
     a.remove("both.yaml")
     a.write("other.yaml", configmap("other", ns, {"k": "1"}))

@@ -108,3 +108,20 @@ def test_warnings_are_one_per_source_and_short():
     _keep, yielded, warnings = rs.split(todo, snap(), "b", "b-src")
     assert len(yielded) == 8 and len(warnings) == 1
     assert "8 object(s)" in warnings[0] and "and 3 more" in warnings[0] and "c5" not in warnings[0]
+
+
+def test_what_a_source_that_did_not_render_owns_stays_with_it():
+    # its declared set is unknown this run: nothing carrying its label is taken over, declared twice or not
+    rs = RunSources([{"stack": "a", "source": "a-src", "namespace": "", "earlier": True, "objects": None},
+                     entry("c", [["v1", "ConfigMap", "web", "shared"]], earlier=False)])
+    assert rs and rs.declared(None) is not None and identity_digest(CM) in rs.declared(None)
+    d, other = D(CM), D(ObjectId("", "ConfigMap", "web", "theirs"))
+    keep, yielded, (warning,) = rs.split([d, other], snap(others={CM: "a", other.oid: "a"}), "b", "b-src")
+    assert keep == [] and [y[0] for y in yielded] == [d, other]
+    assert yielded[1][1] == ("owned by source a-src (stack 'a'), whose source could not be rendered in this run: "
+                             "left to it until it stops declaring it")
+    assert warning.startswith("2 object(s) that b-src (stack 'b') declares belong to a-src (stack 'a'), whose source "
+                              "could not be rendered in this run")
+    # what it does not own is this run's to apply
+    assert rs.split([other], snap(others={other.oid: "z"}), "b", "b-src")[0] == [other]
+    assert RunSources([{"stack": "a", "objects": None}]).declared(None) is None

@@ -318,9 +318,12 @@ def test_other_sources_list_what_every_other_present_source_rendered():
     assert declarations == {"a": [["v1", "ConfigMap", "", "x"]], "b": [["example.com/v1", "W", "n", "y"]]}
     of_b = sp.other_sources(p, srcs[1], {"namespace": "dflt"}, declarations)
     assert of_b == [{"stack": "a", "source": "r-manifests", "earlier": True, "namespace": "web",
-                     "objects": [["v1", "ConfigMap", "", "x"]]}]
+                     "objects": [["v1", "ConfigMap", "", "x"]]},
+                    {"stack": "broken", "source": "r-manifests", "earlier": False, "namespace": "dflt", "objects": None}]
     of_a = sp.other_sources(p, srcs[0], {}, declarations)
-    assert [(o["stack"], o["earlier"], o["namespace"]) for o in of_a] == [("b", False, "")]
-    # a source that did not render, and one being deleted, declare nothing here (a record counts for the first)
-    assert [o["stack"] for o in sp.other_sources(p, srcs[3], {}, declarations)] == ["a", "b"]
+    assert [(o["stack"], o["earlier"], o["namespace"]) for o in of_a] == [("b", False, ""), ("broken", False, "")]
+    # a source that did not render is listed without objects (its set is unknown; its record counts); one being
+    # deleted is not listed
+    assert [(o["stack"], o["objects"] is None) for o in sp.other_sources(p, srcs[3], {}, declarations)] == [
+        ("a", False), ("b", False), ("broken", True)]
     assert [o["stack"] for o in sp.other_sources(p, srcs[2], {}, declarations)] == ["a", "b"]
