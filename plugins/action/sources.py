@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, stacksync.k8s contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action plugin of ``stacksync.k8s.sources``: fetch, render, apply every stack, then prune every stack.
+"""Action plugin of ``stacksync.k8s.sources``: fetch, render, apply every stack, then prune what the prune gate lets.
 
 The I/O is here (git checkouts, the manifests lookup, ``stacksync.k8s.stack`` runs, the lines printed);
 what to run in which order and how results read is in ``plugin_utils/sources.py``.
@@ -155,53 +155,45 @@ class ActionModule(ActionBase):
     def _say(self, stack, text):
         display.display("stacksync [%s] stack %s: %s" % (self._host, stack, text))
 
-    # -- the sync: apply every stack (in dependency order), then prune every stack (in reverse) ------
+    # -- the sync: the steps of plugin_utils/sources.next_step (apply in order, then prune in reverse) -------------
 
     def _sync(self, prepared, params, task_vars):
-        present = [p for p in prepared if p[0]["state"] == "present"]
-        one_run = len(prepared) == 1 and bool(present) and present[0][0]["prune"]
         waited = sp.dependents([p[0] for p in prepared])
         take_overs = self._take_overs(prepared, params, task_vars)
-        applied, failed, seconds = {}, set(), {}
-        for source, commit, resources, error in present:
-            blocked = sp.blocked_by(source, failed)
-            if error:
-                failed.add(source["stack"])
-                self._say(source["stack"], "not applied: its source could not be fetched or rendered (the error is in "
-                                           "the task's message)")
+        declarations = dict((s["stack"], sp.declared(r)) for s, _c, r, e in prepared if s["state"] == "present" and not e)
+        done, results, seconds = {}, {"apply": {}, "prune": {}}, {}
+        step = sp.next_step(prepared, done)
+        while step is not None:
+            stack = step.source["stack"]
+            if step.phase is None:  # not run: a stack not applied says why; a prune the gate holds back is silent
+                done.setdefault(stack, {})[step.stage] = sp.FAILED if step.stage == "apply" else sp.NOT_RUN
+                if step.stage == "apply":
+                    self._say(stack, step.message)
+                step = sp.next_step(prepared, done)
                 continue
-            if blocked:
-                failed.add(source["stack"])
-                self._say(source["stack"], "not applied: it depends on %s, which failed" % ", ".join(blocked))
-                continue
-            self._say(source["stack"], "applying %d objects from %s %s @ %s%s"
-                      % (len(resources), source["repo_label"], source["path"], commit[:12],
-                         ", then waiting until they are healthy" if source["stack"] in waited else ""))
+            if step.stage == "apply":
+                self._say(stack, "applying %d objects from %s %s @ %s%s"
+                          % (len(step.resources), step.source["repo_label"], step.source["path"], step.commit[:12],
+                             ", then waiting until they are healthy" if stack in waited else ""))
             started = time.monotonic()
-            args = sp.stack_args(source, commit, resources, params, "all" if one_run else "apply",
-                                 wait=source["stack"] in waited)
-            res = self._run_stack(args, task_vars)
-            seconds[source["stack"]] = time.monotonic() - started
-            applied[source["stack"]] = res
-            if res.get("failed"):
-                failed.add(source["stack"])
-            self._say(source["stack"], self._outcome(res, seconds[source["stack"]], "all" if one_run else "apply"))
-        pruned = {}
-        if not failed and not one_run:
-            for source, commit, resources, _error in reversed(prepared):
-                if source["state"] == "present" and not source["prune"]:
-                    continue
-                started = time.monotonic()
-                res = self._run_stack(sp.stack_args(source, commit, resources, params, "prune"), task_vars)
-                took = time.monotonic() - started
-                seconds[source["stack"]] = seconds.get(source["stack"], 0.0) + took
-                pruned[source["stack"]] = res
-                self._say(source["stack"], self._outcome(res, took, "prune" if source["state"] == "present" else "delete"))
+            others = sp.other_sources(prepared, step.source, params, declarations)
+            res = self._run_stack(sp.stack_args(step.source, step.commit, step.resources, params, step.phase,
+                                                wait=step.stage == "apply" and stack in waited, others=others),
+                                  task_vars)
+            took = time.monotonic() - started
+            seconds[stack] = seconds.get(stack, 0.0) + took
+            results[step.stage][stack] = res
+            done.setdefault(stack, {})[step.stage] = sp.FAILED if res.get("failed") else sp.DONE
+            self._say(stack, self._outcome(res, took, step.phase))
+            step = sp.next_step(prepared, done)
+        one_run = sp.single_run(prepared)
+        failed = set(s for s, stages in done.items() if stages.get("apply") == sp.FAILED)
         for legacy, sources in take_overs.items() if not failed else ():
-            self._take_over(legacy, sources, params, task_vars, applied if one_run else pruned)
-        return [sp.stack_entry(s, commit, len(resources or []), applied.get(s["stack"]), pruned.get(s["stack"]),
-                               one_run=one_run, seconds=seconds.get(s["stack"], 0.0),
-                               blocked=sp.blocked_by(s, failed) if s["stack"] not in applied else None, error=error)
+            self._take_over(legacy, sources, params, task_vars, results["apply"] if one_run else results["prune"])
+        return [sp.stack_entry(s, commit, len(resources or []), results["apply"].get(s["stack"]),
+                               results["prune"].get(s["stack"]), one_run=one_run, seconds=seconds.get(s["stack"], 0.0),
+                               blocked=sp.blocked_by(s, failed) if s["stack"] not in results["apply"] else None,
+                               error=error)
                 for s, commit, resources, error in prepared]
 
     @staticmethod

@@ -105,6 +105,7 @@ RECORD_UNKNOWN = "record-unknown"
 OTHER_RECORD = "other-record"
 #: changed since it was observed (its DELETE's preconditions failed) and no longer to be deleted
 CHANGED = "changed"
+DECLARED_TWICE = "declared-twice"  # another source of the run declares it too, and keeps it (see .run_sources)
 
 TERMINATING_REASON = Reason(TERMINATING, "terminating: deleted, waiting for its finalizers")
 
@@ -298,14 +299,16 @@ def apply_plan(desired, ours, field_manager, patterns):
 
 
 class Plan:
-    """What a run would do: the snapshot it was made on, the applies, the prune plan (None: no prune)."""
+    """What a run would do: the snapshot it was made on, the applies, the prune plan (None: no prune), and the
+    desired objects left to another source of the run that declares them too (``yielded``: ``[(Desired, message)]``)."""
 
-    def __init__(self, snap, to_apply, unchanged, ignored, prune):
+    def __init__(self, snap, to_apply, unchanged, ignored, prune, yielded=()):
         self.snap = snap
         self.to_apply = to_apply
         self.unchanged = unchanged
         self.ignored = ignored
         self.prune = prune
+        self.yielded = list(yielded)
         self.final = False  # the prune plan has its facts (see StackManager.finalize)
 
     @property
@@ -325,6 +328,8 @@ def report_plan(plan, changeset, applying):
         changeset.add(d.oid, d.api_version, C.UNCHANGED, C.PHASE_APPLY)
     for d in plan.ignored:
         changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, IGNORED, "ignore annotation set")
+    for d, message in plan.yielded:
+        changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, DECLARED_TWICE, message)
     if not applying:  # phase=prune: what is not in sync is reported, not written
         for d in plan.to_apply:
             changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, NOT_APPLIED, "not applied (phase=prune)")

@@ -291,12 +291,13 @@ class StackKey:
                 raise
 
 
-def record_fields(desired, recorded_gks, unverified, remaining, pruned_ok, commit=None):
+def record_fields(desired, recorded_gks, unverified, remaining, pruned_ok, commit=None, source=None):
     """What the record should say at the end of a run (pure).
 
     The group/kinds are narrowed to what is desired, what is left behind (``remaining``) and what
     could not be checked -- but only after a prune that ran (``pruned_ok``); otherwise the recorded
-    ones are kept, so a kind is never forgotten while objects of it may remain.
+    ones are kept, so a kind is never forgotten while objects of it may remain. ``source``: the stack's
+    owning source (a run without one leaves the recorded one as it is).
     """
     gks = set(d.oid.group_kind for d in desired) | set(remaining) | set(unverified)
     if not pruned_ok:
@@ -305,6 +306,8 @@ def record_fields(desired, recorded_gks, unverified, remaining, pruned_ok, commi
                   objects=",".join(sorted(identity_digest(d.oid) for d in desired)))
     if commit:
         fields["commit"] = commit
+    if source:
+        fields["source"] = source
     return fields
 
 
@@ -312,4 +315,5 @@ def record_would_change(data, recorded_gks, fields):
     """True if saving ``fields`` would change the record ``data`` (None: no record yet)."""
     if data is None or fields["group_kinds"] != set(recorded_gks):
         return True
-    return any(key in fields and str(fields[key]) != data.get(key) for key in ("checksum", "objectCount", "commit", "objects"))
+    return any(key in fields and str(fields[key]) != data.get(key)
+               for key in ("checksum", "objectCount", "commit", "objects", "source"))

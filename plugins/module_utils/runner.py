@@ -75,6 +75,8 @@ ARGUMENT_SPEC = dict(
     max_prune=dict(type="str"),
     takeover_managers=dict(type="list", elements="str"),
     discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
+    source=dict(type="str"),
+    other_sources=dict(type="list", elements="dict"),
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 ARGUMENT_SPEC.update(POLICY_SPEC)

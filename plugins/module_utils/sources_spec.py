@@ -14,6 +14,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUME
 #: module's own default applies when unset)
 PASSTHROUGH = tuple(sorted(set(STACK_SPEC) - {
     "name", "resources", "resources_file", "src", "render", "state", "phase", "prune", "namespace", "commit",
+    "source", "other_sources",  # each source's own, set by the sources action
 }))
 
 SOURCE_SPEC = dict(

@@ -14,12 +14,21 @@ version_added: 0.2.0
 description:
   - What role C(stacksync.k8s.sync) runs, as one task. For each source it checks out the repository on the
     controller, renders its manifests with the C(stacksync.k8s.manifests) lookup, applies every stack with
-    C(stacksync.k8s.stack) and only when every apply succeeded prunes every stack. An object that moved from one
-    source to another in the same commit is therefore re-labelled by its new stack before the old one prunes.
+    C(stacksync.k8s.stack), then prunes each stack whose own apply succeeded (the prune gate of
+    C(stacksync.k8s.stack) decides). No stack deletes what another source of the run declares, whatever became of
+    that source's apply; it is released to that source's stack. An object that moved from one source to another in
+    the same commit is therefore never deleted. A stack with O(sources[].state=absent) is deleted only when every
+    apply succeeded.
+  - An object two sources of the run declare stays with the stack that owns it (its label), or with the first of
+    them when neither does; the other one leaves it alone, with a warning naming both sources, until the owner stops
+    declaring it. Move an object between repositories by adding it to the new one first, then removing it from the
+    old one.
+  - Each stack's record remembers its source (the normalised repository URL and path, O(stacksync.k8s.stack#module:source)).
+    A run from another source with the same stack name fails before any write, naming both sources.
   - Every source is checked (options, unique stack names, O(sources[].depends_on)), fetched and rendered before
     anything is written. A source that cannot be fetched or rendered fails alone (as in Flux). Its stack and the
-    stacks that depend on it are not applied, the others are, nothing is pruned, and the task fails with the
-    error (naming the file relative to the repository).
+    stacks that depend on it are neither applied nor pruned, the others are (what its record declares counts as
+    declared), and the task fails with the error (naming the file relative to the repository).
   - Checkouts live under O(cache_dir), one per repository and version. A checkout is fetched once per task
     run, whatever the number of hosts and forks, so every cluster the task syncs gets the same commit (a later
     task, such as another include of the role, fetches again). The repository URL (and any credentials in it) is given to C(git fetch) and never stored in the

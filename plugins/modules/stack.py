@@ -245,6 +245,30 @@ options:
       - Not applied with O(state=absent), nor to an empty desired set with O(allow_empty=true), which both delete the
         whole stack on purpose.
     type: str
+  source:
+    description:
+      - The source the stack comes from (an opaque identity, for example the normalised repository URL and path);
+        C(stacksync.k8s.sources) sets it for every source.
+      - The stack's record remembers it. A run with another O(source) than the recorded one fails before any write
+        (nothing is applied or pruned), naming both sources and how to move the stack on purpose, so two sources
+        that resolve to one stack name never overwrite or prune each other's objects.
+      - A stack whose record names no source (an older record, or runs without O(source)) is adopted by the first
+        run that has one. A run without O(source) is not checked and leaves the recorded source as it is.
+    type: str
+  other_sources:
+    description:
+      - Set by C(stacksync.k8s.sources) (not meant to be set by hand) with what the other sources of the same run
+        declare, whatever became of their applies. Each entry has C(stack), C(source), C(namespace) (the namespace
+        of its objects that name none), C(earlier) (whether it comes before this stack in the run's order) and
+        C(objects), each V([apiVersion, kind, namespace, name]) (none, V(null), for a source that could not be
+        rendered; what carries its stack's label is then left to it, and its record counts as declared).
+      - Nothing they declare is pruned by this stack; it is released to their stack, as when another stack's record
+        declares it.
+      - An object one of them declares too stays with the stack that owns it (its label), or, when neither does, with
+        the one that comes first; this stack leaves it alone (a C(skipped_objects) entry with the code
+        V(declared-twice), and a warning naming both sources) until that source stops declaring it.
+    type: list
+    elements: dict
 extends_documentation_fragment:
   - stacksync.k8s.confinement
   - stacksync.k8s.k8s_auth
@@ -354,7 +378,8 @@ skipped_objects:
       V(not-owned), V(checksum-desired), V(has-owner), V(prune-disabled), V(not-deletable), V(holds-others),
       V(contents-unknown), V(delete-refused), V(release-refused), V(records-unreadable) -- the credentials may not
       read the records that would prove nobody else declares it --, V(record-unknown) -- applied before objects named
-      their record namespace, while a stack of the same name keeps its record elsewhere) and the C(phase) (V(apply) or
+      their record namespace, while a stack of the same name keeps its record elsewhere,
+      V(declared-twice) -- another source of the run declares it too and keeps it) and the C(phase) (V(apply) or
       V(prune)). An object that changed after the run observed it keeps the code of the rule that spares it now (for
       example V(not-owned) once another stack took it over; V(other-record) for a stack of the same name).
     - Not called C(skipped), which Ansible reads as "the task was skipped".

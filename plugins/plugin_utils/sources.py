@@ -13,7 +13,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+from collections import namedtuple
 
+from ansible_collections.stacksync.k8s.plugins.module_utils import gate
 from ansible_collections.stacksync.k8s.plugins.module_utils import health_status as hs
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import AUTH_ARG_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_OPTIONS
@@ -74,6 +76,7 @@ def _checked(number, entry):
         entry["path"] = repo_subpath(entry["path"])
         entry["legacy_stack"] = None if entry["stack"] else _legacy_name(repo, entry["path"])
         entry["stack"] = source_stack(repo, entry["path"], entry["stack"])
+        # the stack's owning source, as its record remembers it (credential-free: no userinfo, no query)
         entry["source_id"] = source_id(repo, entry["path"])
     except ValueError as e:
         raise SourceError("source %s: %s" % (label, e)) from None
@@ -158,12 +161,110 @@ def own_connection(source, params, environ=None):
     return args
 
 
-def stack_args(source, commit, resources, params, phase, wait=False, environ=None):
+# -- the schedule: apply every stack in order, then prune every stack the prune gate lets prune, in reverse ------
+#: outcomes of a step, in ``done`` (see :func:`next_step`)
+DONE, FAILED, NOT_RUN = "done", "failed", "not run"
+
+#: one step of a sources run: run ``source``'s stack in ``phase`` (all, apply, prune or delete), or, with ``phase``
+#: None, not (``message`` says why); ``stage`` is the part of the run it belongs to (apply or prune)
+Step = namedtuple("Step", ["stage", "source", "commit", "resources", "phase", "message"])
+
+
+def single_run(prepared):
+    """One present source: applied and (as its stack's prune gate says) pruned by one stack run (phase all)."""
+    return len(prepared) == 1 and prepared[0][0]["state"] == "present"
+
+
+def _failed_applies(done):
+    return set(stack for stack, stages in done.items() if stages.get("apply") == FAILED)
+
+
+def prune_decision(prepared, index, done):
+    """The prune gate's answer (:func:`.gate.decide`) for the stack of ``prepared[index]`` once every apply is done."""
+    source, _commit, _resources, error = prepared[index]
+    failed = _failed_applies(done)
+    own = done.get(source["stack"], {}).get("apply")
+    return gate.decide(gate.Facts(
+        caller=gate.SOURCES, stack=source["stack"], state=source["state"], prune=source["prune"],
+        source_failed=bool(error), blocked=tuple(blocked_by(source, failed)),
+        apply_errors=(1 if own == FAILED else 0) if source["state"] == "present" else None,
+        others_failed=bool(failed - {source["stack"]})))
+
+
+def next_step(prepared, done):
+    """The next :class:`Step` of a sources run, or None when it is over (pure).
+
+    :param prepared: ``[(source, commit, resources, error)]`` in apply order (``error``: it could not be fetched or
+        rendered).
+    :param done: ``{stack: {stage: outcome}}``, the outcome (:data:`DONE`, :data:`FAILED` or :data:`NOT_RUN`) of
+        each step so far, which the caller records.
+
+    Every present source is applied in order, but not one whose source failed or which depends on a stack that
+    failed. Then, in reverse order, each stack prunes (or, state absent, is deleted) as the prune gate says: one
+    stack's failed apply does not hold back another's prune (what the run's other sources declare is passed to it,
+    :func:`other_sources`), but a stack whose own apply failed or did not run never prunes.
+    """
+    failed = _failed_applies(done)
+    for source, commit, resources, error in prepared:
+        if source["state"] != "present" or "apply" in done.get(source["stack"], {}):
+            continue
+        blocked = blocked_by(source, failed)
+        if error:
+            return Step("apply", source, commit, resources, None,
+                        "not applied: its source could not be fetched or rendered (the error is in the task's message)")
+        if blocked:
+            return Step("apply", source, commit, resources, None,
+                        "not applied: it depends on %s, which failed" % ", ".join(blocked))
+        return Step("apply", source, commit, resources, "all" if single_run(prepared) else "apply", None)
+    if single_run(prepared):
+        return None
+    for index in reversed(range(len(prepared))):
+        source, commit, resources, _error = prepared[index]
+        if "prune" in done.get(source["stack"], {}):
+            continue
+        decision = prune_decision(prepared, index, done)
+        phase = ("prune" if source["state"] == "present" else "delete") if decision.prune else None
+        return Step("prune", source, commit, resources, phase, decision.message or None)
+    return None
+
+
+def declared(resources):
+    """The identities ``resources`` declare, as the stack option ``other_sources`` lists them."""
+    out = []
+    for m in resources or []:
+        meta = m.get("metadata") if isinstance(m, dict) else None
+        if isinstance(meta, dict) and isinstance(m.get("apiVersion"), str) and isinstance(m.get("kind"), str) \
+                and isinstance(meta.get("name"), str):
+            out.append([m["apiVersion"], m["kind"], meta.get("namespace") or "", meta["name"]])
+    return out
+
+
+def other_sources(prepared, source, params, declarations):
+    """The stack option ``other_sources`` of ``source``'s runs: what every other present source of the run rendered
+    (whatever became of its apply). A source that could not be rendered is listed without objects (None): what it
+    owns stays with it, and what its record declares counts as declared.
+
+    ``declarations``: ``{stack: declared(resources)}``, computed once per run.
+    """
+    out, earlier = [], True
+    for other, _commit, resources, error in prepared:
+        if other is source:
+            earlier = False
+            continue
+        if other["state"] != "present":
+            continue
+        out.append({"stack": other["stack"], "source": other["source_id"], "earlier": earlier,
+                    "namespace": other["namespace"] or params.get("namespace") or "",
+                    "objects": None if error or resources is None else declarations[other["stack"]]})
+    return out
+
+
+def stack_args(source, commit, resources, params, phase, wait=False, environ=None, others=None):
     """The arguments of the ``stacksync.k8s.stack`` run of ``source`` in ``phase`` (apply, prune or all).
 
     ``params`` are the task's (validated) options; those of :data:`sources_spec.PASSTHROUGH` that are set go to
     every stack, except the job's connection settings for a source with its own kubeconfig or context
-    (:func:`own_connection`).
+    (:func:`own_connection`). ``others``: what the run's other sources declare (:func:`other_sources`).
     """
     args = dict((k, params[k]) for k in PASSTHROUGH if params.get(k) is not None)
     if source["own_auth"]:
@@ -180,7 +281,9 @@ def stack_args(source, commit, resources, params, phase, wait=False, environ=Non
     known = set(ns or default for ns in source.get("sync_record_namespaces") or ())
     if len(known) > 1:  # where a source's credentials may not list records cluster-wide, it reads these
         args["record_namespaces"] = sorted(known | set(params.get("record_namespaces") or ()))
-    args.update(name=source["stack"], state=source["state"], prune=True)
+    args.update(name=source["stack"], state=source["state"], prune=source["prune"], source=source["source_id"])
+    if others:
+        args["other_sources"] = others
     if source["namespace"]:
         args["namespace"] = source["namespace"]
     if source["state"] == "present":
@@ -257,9 +360,9 @@ def _merged(*lists):
 def _pruning(source, prune, prune_failed):
     if prune_failed:
         return "failed"
-    if prune:
-        return "done"
-    return "disabled" if not source["prune"] and source["state"] == "present" else "not run"
+    if not source["prune"] and source["state"] == "present":
+        return "disabled"
+    return "done" if prune else "not run"
 
 
 def _ref_text(o):

@@ -70,18 +70,23 @@ def validation_message(validated, module):
     return msg
 
 
+#: list-of-mappings options that can hold thousands of entries: ``resources`` (the manifests) and ``other_sources``
+#: (what a sources run's other sources declare)
+BULK_OPTIONS = ("resources", "other_sources")
+
+
 def validate_args(args, argument_spec, mutually_exclusive=None):
     """The arguments validated with a module's spec, as ``ArgumentSpecValidator.validate`` would.
 
-    The validator deep-copies every parameter; thousands of manifests that are already mappings
-    (what ``resources`` must hold) are validated as an empty list and then put back as they are.
+    The validator deep-copies every parameter; the thousands of entries of :data:`BULK_OPTIONS` that are already
+    mappings (what they must hold) are validated as an empty list and then put back as they are.
     """
-    resources = args.get("resources")
-    plain = isinstance(resources, list) and resources and all(isinstance(r, dict) for r in resources)
+    bulk = dict((name, args[name]) for name in BULK_OPTIONS if name in argument_spec and isinstance(args.get(name), list)
+                and args[name] and all(isinstance(r, dict) for r in args[name]))
     validator = ArgumentSpecValidator(argument_spec, mutually_exclusive=mutually_exclusive)
-    validated = validator.validate(dict(args, resources=[]) if plain else args)
-    if plain and not validated.error_messages:
-        validated.validated_parameters["resources"] = resources
+    validated = validator.validate(dict(args, **dict((name, []) for name in bulk)) if bulk else args)
+    if bulk and not validated.error_messages:
+        validated.validated_parameters.update(bulk)
     return validated
 
 

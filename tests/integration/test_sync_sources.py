@@ -140,13 +140,17 @@ def test_a_failed_dependency_blocks_its_dependents_and_nothing_is_pruned(env, ku
     assert "nowhere.example.com" not in "\n".join(said(run, infra) + run.summaries()["the-cluster"])
 
 
-def test_a_source_that_does_not_render_fails_alone_and_nothing_is_pruned(env, kube):
+def test_a_source_that_does_not_render_fails_alone_and_prunes_nothing(env, kube):
+    # it prunes nothing, nor does the stack that depends on it; the other stacks prune, and what the broken source
+    # declared when it last rendered (its record) is not deleted
     tmp_path, suffix, client, inventory, cleanup = env
     ns = f"broken-{suffix}"
     repo = GitRepo(tmp_path / "repo")
     repo.write("base/ns.yaml", namespace(ns))
     repo.write("base/old.yaml", configmap("old", ns, {"k": "v"}))
+    repo.write("base/shared.yaml", configmap("shared", ns, {"k": "v"}))
     repo.write("broken/cm.yaml", configmap("broken", ns, {"k": "v"}))
+    repo.write("broken/shared.yaml", configmap("shared", ns, {"k": "v"}))
     repo.write("apps/cm.yaml", configmap("app", ns, {"k": "v"}))
     repo.commit("first")
     cleanup.append(f"/api/v1/namespaces/{ns}")
@@ -155,20 +159,26 @@ def test_a_source_that_does_not_render_fails_alone_and_nothing_is_pruned(env, ku
                {"repo": repo.url, "path": "broken", "stack": broken},
                {"repo": repo.url, "path": "apps", "stack": apps, "depends_on": [broken]}]
     assert sync(tmp_path, inventory, sources).rc == 0
-    # base drops `old` and changes; broken gets a file that is not YAML; apps (which depends on broken) changes
+    shared = client.get(f"/api/v1/namespaces/{ns}/configmaps/shared")["metadata"]
+    assert shared["labels"]["stacksync.io/stack"] == base  # declared by both: the first source's
+    # base drops `old` and `shared` and changes; broken gets a file that is not YAML; apps (depends on broken) changes
     repo.remove("base/old.yaml")
+    repo.remove("base/shared.yaml")
     repo.write("base/ns.yaml", dict(namespace(ns), metadata={"name": ns, "labels": {"team": "a"}}))
     (repo.path / "broken" / "cm.yaml").write_text("data: {a: [unclosed\n")
     repo.write("apps/cm.yaml", configmap("app", ns, {"k": "changed"}))
     repo.commit("broken")
     run = sync(tmp_path, inventory, sources)
     assert run.rc != 0 and run.recap["the-cluster"]["failed"] == 1, run.tail()
-    # the independent stack is applied; the broken one and its dependent are not; nothing is pruned
+    # the independent stack is applied and pruned; the broken one and its dependent are not
     assert client.get(f"/api/v1/namespaces/{ns}")["metadata"]["labels"]["team"] == "a"
     assert client.get(f"/api/v1/namespaces/{ns}/configmaps/app")["data"] == {"k": "v"}
-    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/old") is not None
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/old") is None
+    # what broken declared when it last rendered: released to it, not deleted
+    now = client.get(f"/api/v1/namespaces/{ns}/configmaps/shared")["metadata"]
+    assert (now["uid"], now["labels"]["stacksync.io/stack"]) == (shared["uid"], broken), run.tail()
     rows = run.summary_rows()["the-cluster"]
-    assert rows[base]["result"] == "ok (pruning not run)" and rows[base]["configured"] == "1", rows
+    assert rows[base]["result"] == "ok" and rows[base]["configured"] == "1" and rows[base]["pruned"] == "1", rows
     assert rows[broken]["result"] == "FAILED (pruning not run)", rows
     assert rows[broken]["commit"] == rows[base]["commit"] != "-", rows  # checked out, then not rendered
     assert rows[apps]["result"] == f"not applied: it depends on {broken}, which failed", rows
@@ -302,7 +312,11 @@ def test_a_renamed_stack_takes_its_objects_over_and_the_old_name_absent_deletes_
 
     assert sync(tmp_path, inventory, [{"repo": repo.url, "stack": old}]).rc == 0
     before = live()
-    run = sync(tmp_path, inventory, [{"repo": repo.url, "stack": new}, {"repo": repo.url, "stack": old, "state": "absent"}])
+    renamed = [{"repo": repo.url, "stack": new}, {"repo": repo.url, "stack": old, "state": "absent"}]
+    check = sync(tmp_path, inventory, renamed, "--check")  # a move in check mode too: released, not deleted
+    assert check.rc == 0 and "pruned ConfigMap" not in check.stdout, check.stdout
+    assert check.summary_rows()["the-cluster"][old]["pruned"] == "0", check.stdout
+    run = sync(tmp_path, inventory, renamed)
     assert run.rc == 0, run.tail()
     assert live() == {name: (uid, new) for name, (uid, _stack) in before.items()}  # the same objects, now the new stack's
     repo.remove("b.yaml")
@@ -312,9 +326,6 @@ def test_a_renamed_stack_takes_its_objects_over_and_the_old_name_absent_deletes_
     assert set(live()) == {"a"}, run.stdout  # pruned, not released to the old name
 
 
-@pytest.mark.xfail(strict=True, reason="check mode: the dry-run apply of the stack an object moves to does not "
-                   "relabel it, so the prune phase of the stack it left lists it as pruned (the real run moves it); "
-                   "needs the sources action to tell each prune phase what the run's other stacks declare")
 def test_check_mode_of_an_object_moving_between_sources_shows_no_prune(env, kube):
     tmp_path, suffix, client, inventory, cleanup = env
     ns = f"move-{suffix}"

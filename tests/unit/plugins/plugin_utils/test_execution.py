@@ -165,6 +165,7 @@ def test_task_reasons_ignore_the_interpreter():
 # --- the module process's arguments: validated once without copying the manifests; manifests read from a file -----
 
 MANIFESTS = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}} for i in range(3)]
+OTHERS = [{"stack": "b", "source": "b-src", "namespace": "", "earlier": True, "objects": [["v1", "ConfigMap", "", "c"]]}]
 
 
 @pytest.mark.parametrize("args", [
@@ -177,6 +178,9 @@ MANIFESTS = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{
     dict(name="s", resources=MANIFESTS, bogus=1),
     dict(resources=MANIFESTS),  # name missing
     dict(name="s", resources=MANIFESTS, concurrency="many"),
+    dict(name="s", resources=MANIFESTS, other_sources=OTHERS),
+    dict(name="s", other_sources=[*OTHERS, "not a mapping"]),
+    dict(name="s", other_sources=OTHERS, bogus=1),
 ])
 def test_validate_is_the_argument_spec_validator_without_the_copy(args):
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -194,6 +198,7 @@ def test_validate_keeps_the_manifests_as_they_are():
     from ansible_collections.stacksync.k8s.plugins.action.stack import validate
 
     assert validate(dict(name="s", resources=MANIFESTS)).validated_parameters["resources"] is MANIFESTS
+    assert validate(dict(name="s", other_sources=OTHERS)).validated_parameters["other_sources"] is OTHERS
 
 
 def test_read_resources_file(tmp_path):

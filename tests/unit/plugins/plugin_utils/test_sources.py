@@ -1,6 +1,7 @@
 """plugin_utils/sources.py: sources resolved and checked, dependency order, results, summary and stats."""
 
 import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils import gate
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import stack_name
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 
@@ -206,7 +207,7 @@ def test_stack_args_carry_the_task_options_and_the_phase():
                     "validate_certs": False, "impersonate_user": "ops", "impersonate_groups": ["g"],
                     "field_manager": "fm", "max_prune": "10%", "name": "apps", "state": "present", "prune": True,
                     "namespace": "web", "resources": [{"kind": "ConfigMap"}], "phase": "apply", "commit": "abc",
-                    "wait": True}
+                    "wait": True, "source": "file:///r#manifests"}
 
 
 def test_a_source_with_its_own_kubeconfig_gets_none_of_the_host_credentials():
@@ -216,7 +217,8 @@ def test_a_source_with_its_own_kubeconfig_gets_none_of_the_host_credentials():
     params = dict(PARAMS, proxy="http://job-proxy", request_timeout=5.0)
     args = sp.stack_args(s, "", None, params, "prune", environ={"K8S_AUTH_KUBECONFIG": "/job"})
     assert args == {"kubeconfig": "/tenant", "k8s_auth_env": False, "field_manager": "fm", "max_prune": "10%",
-                    "request_timeout": 5.0, "record_namespace": "team", "name": "t", "state": "absent", "prune": True}
+                    "request_timeout": 5.0, "record_namespace": "team", "name": "t", "state": "absent", "prune": True,
+                    "source": "file:///r#manifests"}
     assert set(sp.HOST_CREDENTIALS) >= {"host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key",
                                         "proxy", "no_proxy", "impersonate_user", "impersonate_groups", "username",
                                         "password", "context", "kubeconfig"}
@@ -267,3 +269,113 @@ def test_every_stack_of_a_sync_with_several_record_namespaces_gets_them_all():
     assert sp.stack_args(sources[2], "abc", [], params, "prune")["record_namespace"] == "rec-default"
     (alone,) = resolve({"repo": "file:///a", "stack": "a", "record_namespace": "rec-a"})
     assert "record_namespaces" not in sp.stack_args(alone, "abc", [], PARAMS, "prune")  # one namespace: nothing to add
+
+
+def test_stack_args_carry_the_owning_source_the_prune_option_and_the_other_sources():
+    (s,) = resolve({"repo": "https://u:tok@git.example.com/Org/Apps.git?x=1", "stack": "apps", "prune": False})
+    others = [{"stack": "b", "source": "b-src", "namespace": "", "earlier": True, "objects": []}]
+    args = sp.stack_args(s, "c", [], PARAMS, "apply", others=others)
+    # the source identity is credential-free and one for every spelling of the repository
+    assert args["source"] == "git.example.com/Org/Apps#manifests" and "tok" not in args["source"]
+    assert args["prune"] is False and args["other_sources"] is others
+    assert "other_sources" not in sp.stack_args(s, "c", [], PARAMS, "apply", others=[])
+
+
+# -- the schedule (next_step) -------------------------------------------------------------------------
+def run(prepared, outcomes):
+    """Play a sources run through next_step: ``outcomes[(stack, stage)]`` is what a stack run returns (default
+    done); the steps as ``(stage, stack, phase or the message)``."""
+    done, steps = {}, []
+    step = sp.next_step(prepared, done)
+    while step is not None:
+        stack = step.source["stack"]
+        assert step.stage not in done.get(stack, {}), "a stage runs once"
+        if step.phase is None:
+            done.setdefault(stack, {})[step.stage] = sp.FAILED if step.stage == "apply" else sp.NOT_RUN
+            steps.append((step.stage, stack, step.message))
+        else:
+            done.setdefault(stack, {})[step.stage] = outcomes.get((stack, step.stage), sp.DONE)
+            steps.append((step.stage, stack, step.phase))
+        step = sp.next_step(prepared, done)
+    return steps
+
+
+def prepared(*sources, errors=()):
+    return [(s, "c", None if s["stack"] in errors else [], "bad yaml" if s["stack"] in errors else None)
+            for s in resolve(*sources)]
+
+
+def test_a_single_source_is_one_run():
+    assert run(prepared({"repo": "file:///r", "stack": "a"}), {}) == [("apply", "a", "all")]
+    # without prune too: its stack's prune gate holds the prune back (stack_args passes prune: false)
+    (source, commit, resources, _e), = p = prepared({"repo": "file:///r", "stack": "a", "prune": False})
+    assert run(p, {}) == [("apply", "a", "all")]
+    assert sp.stack_args(source, commit, resources, PARAMS, "all")["prune"] is False
+    entry = sp.stack_entry(source, commit, 0, {"changed": False, "counts": {}}, None, one_run=True)
+    assert entry["pruning"] == "disabled" and not entry["failed"]
+    # and two sources, one without prune: the gate holds its prune run back
+    assert run(prepared({"repo": "file:///r", "stack": "a", "prune": False}, {"repo": "file:///r", "stack": "b"}),
+               {})[2:] == [("prune", "b", "prune"), ("prune", "a", "prune is false")]
+
+
+def test_applies_in_order_then_prunes_in_reverse():
+    p = prepared({"repo": "file:///r", "stack": "a"}, {"repo": "file:///r", "stack": "b", "depends_on": ["a"]},
+                 {"repo": "file:///r", "stack": "old", "state": "absent"})
+    assert run(p, {}) == [("apply", "a", "apply"), ("apply", "b", "apply"),
+                          ("prune", "old", "delete"), ("prune", "b", "prune"), ("prune", "a", "prune")]
+
+
+def test_a_failed_apply_holds_back_only_its_own_prune():
+    # before: any failure held back every stack's prune
+    p = prepared({"repo": "file:///r", "stack": "a"}, {"repo": "file:///r", "stack": "b"},
+                 {"repo": "file:///r", "stack": "c"})
+    steps = run(p, {("b", "apply"): sp.FAILED})
+    assert ("prune", "a", "prune") in steps and ("prune", "c", "prune") in steps
+    assert ("prune", "b", "nothing was pruned because 1 apply(s) failed") in steps
+
+
+def test_a_failed_source_and_its_dependents_prune_nothing_the_others_prune():
+    p = prepared({"repo": "file:///r", "stack": "base"}, {"repo": "file:///r", "stack": "broken"},
+                 {"repo": "file:///r", "stack": "apps", "depends_on": ["broken"]}, errors=("broken",))
+    steps = run(p, {})
+    assert steps[:3] == [
+        ("apply", "base", "apply"),
+        ("apply", "broken", "not applied: its source could not be fetched or rendered (the error is in the task's "
+                            "message)"),
+        ("apply", "apps", "not applied: it depends on broken, which failed")]
+    assert steps[3:] == [("prune", "apps", "not applied: it depends on broken, which failed"),
+                         ("prune", "broken", "its source could not be fetched or rendered"),
+                         ("prune", "base", "prune")]
+
+
+def test_a_stack_being_deleted_waits_for_a_run_where_every_apply_succeeded():
+    # state absent hands objects to the stacks that declare them (a rename): not while one of them failed
+    p = prepared({"repo": "file:///r", "stack": "new"}, {"repo": "file:///r", "stack": "old", "state": "absent"},
+                 {"repo": "file:///r", "stack": "other"})
+    steps = run(p, {("other", "apply"): sp.FAILED})
+    assert [s for s in steps if s[1] == "old"] == [("prune", "old", gate.decide(gate.Facts(
+        state="absent", others_failed=True)).message)]
+    assert ("prune", "new", "prune") in steps
+    assert ("prune", "old", "delete") in run(p, {})
+
+
+def test_other_sources_list_what_every_other_present_source_rendered():
+    srcs = resolve({"repo": "file:///r", "stack": "a", "namespace": "web"}, {"repo": "file:///r", "stack": "b"},
+                   {"repo": "file:///r", "stack": "broken"}, {"repo": "file:///r", "stack": "old", "state": "absent"})
+    cm_a = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    cr_b = {"apiVersion": "example.com/v1", "kind": "W", "metadata": {"name": "y", "namespace": "n"}}
+    p = [(srcs[0], "c", [cm_a], None), (srcs[1], "c", [cr_b, "junk", {"kind": "NoApiVersion"}], None),
+         (srcs[2], "c", None, "render failed"), (srcs[3], "", None, None)]
+    declarations = dict((s["stack"], sp.declared(r)) for s, _c, r, e in p if s["state"] == "present" and not e)
+    assert declarations == {"a": [["v1", "ConfigMap", "", "x"]], "b": [["example.com/v1", "W", "n", "y"]]}
+    of_b = sp.other_sources(p, srcs[1], {"namespace": "dflt"}, declarations)
+    assert of_b == [{"stack": "a", "source": "file:///r#manifests", "earlier": True, "namespace": "web",
+                     "objects": [["v1", "ConfigMap", "", "x"]]},
+                    {"stack": "broken", "source": "file:///r#manifests", "earlier": False, "namespace": "dflt", "objects": None}]
+    of_a = sp.other_sources(p, srcs[0], {}, declarations)
+    assert [(o["stack"], o["earlier"], o["namespace"]) for o in of_a] == [("b", False, ""), ("broken", False, "")]
+    # a source that did not render is listed without objects (its set is unknown; its record counts); one being
+    # deleted is not listed
+    assert [(o["stack"], o["objects"] is None) for o in sp.other_sources(p, srcs[3], {}, declarations)] == [
+        ("a", False), ("b", False), ("broken", True)]
+    assert [o["stack"] for o in sp.other_sources(p, srcs[2], {}, declarations)] == ["a", "b"]
