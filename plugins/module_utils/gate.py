@@ -38,6 +38,7 @@ DISABLED = "disabled"  # prune: false
 PHASE_APPLY = "phase-apply"  # phase apply: the prune is another run's (the sources action's prune phase)
 SOURCE_FAILED = "source-failed"  # the stack's source could not be fetched or rendered
 DEPENDENCY_FAILED = "dependency-failed"  # not applied: a stack it depends on failed
+OTHERS_UNRENDERED = "others-unrendered"  # another source of the run could not be fetched or rendered
 APPLY_FAILED = "apply-failed"  # one of the stack's own applies failed (or, in check mode, would fail)
 OTHERS_FAILED = "others-failed"  # state absent in a sources run in which another stack was not applied
 NO_DESIRED_SET = "no-desired-set"  # stack_info without a desired set: nothing is compared, nothing would go
@@ -77,11 +78,12 @@ class Facts:
     #: field -> default. ``desired``: the number of desired objects; ``plan``: the :class:`.plan.PrunePlan`
     #: (``final``: with its facts); ``apply_errors``: failed applies once the applies are done; ``source`` /
     #: ``recorded_source``: the run's and the record's owning source; ``source_failed``, ``blocked`` (the failed
-    #: stacks it depends on) and ``others_failed``: a sources run's outcomes.
+    #: stacks it depends on), ``others_failed`` and ``unrendered`` (the run's other stacks whose source could not
+    #: be fetched or rendered): a sources run's outcomes.
     FIELDS = dict(
         caller=STACK, stack="", state="present", prune=True, phase="all", allow_empty=False, max_prune=None,
         record_namespace="", dry_run=False, desired=None, source=None, recorded_source=None, source_failed=False,
-        blocked=(), others_failed=False, plan=None, final=False, apply_errors=None,
+        blocked=(), others_failed=False, unrendered=(), plan=None, final=False, apply_errors=None,
         # reserved (see the module's documentation): absent until their rules land
         approved=None, grace=None, fence=None, budget_override=None,
     )
@@ -149,6 +151,16 @@ def _blocked(f):
     return None
 
 
+def _others_unrendered(f):
+    """What a source that could not be rendered declares now is unknown: an object that moved to it in this commit
+    would be deleted by the stack it left. Every stack of the run keeps its objects until that source renders."""
+    if f.present and f.unrendered:
+        return _no(OTHERS_UNRENDERED, "nothing was pruned: the source of %s could not be fetched or rendered, so what "
+                                      "it declares now is unknown (an object moving to it must not be deleted); the "
+                                      "next run after it is fixed prunes" % ", ".join(f.unrendered))
+    return None
+
+
 def _apply_failed(f):
     if not f.apply_errors:
         return None
@@ -190,8 +202,8 @@ def _over_budget(f):
 
 
 #: the rules, in precedence order: the first that answers decides
-RULES = (_other_source, _disabled, _phase_apply, _source_failed, _blocked, _apply_failed, _others_failed,
-         _no_desired_set, _empty_set, _over_budget)
+RULES = (_other_source, _disabled, _phase_apply, _source_failed, _blocked, _others_unrendered, _apply_failed,
+         _others_failed, _no_desired_set, _empty_set, _over_budget)
 
 
 def decide_on_plan(facts, plan, record, finalize):

@@ -188,7 +188,8 @@ def prune_decision(prepared, index, done):
         caller=gate.SOURCES, stack=source["stack"], state=source["state"], prune=source["prune"],
         source_failed=bool(error), blocked=tuple(blocked_by(source, failed)),
         apply_errors=(1 if own == FAILED else 0) if source["state"] == "present" else None,
-        others_failed=bool(failed - {source["stack"]})))
+        others_failed=bool(failed - {source["stack"]}),
+        unrendered=tuple(p[0]["stack"] for p in prepared if p[3] and p[0] is not source)))
 
 
 def next_step(prepared, done):

@@ -140,9 +140,9 @@ def test_a_failed_dependency_blocks_its_dependents_and_nothing_is_pruned(env, ku
     assert "nowhere.example.com" not in "\n".join(said(run, infra) + run.summaries()["the-cluster"])
 
 
-def test_a_source_that_does_not_render_fails_alone_and_prunes_nothing(env, kube):
-    # it prunes nothing, nor does the stack that depends on it; the other stacks prune, and what the broken source
-    # declared when it last rendered (its record) is not deleted
+def test_a_source_that_does_not_render_fails_alone_and_nothing_is_pruned_until_it_renders(env, kube):
+    # it prunes nothing, nor does the stack that depends on it, nor the other stacks: what the broken source declares
+    # now is unknown (an object moving to it must not be deleted). Once it renders again, the prunes happen.
     tmp_path, suffix, client, inventory, cleanup = env
     ns = f"broken-{suffix}"
     repo = GitRepo(tmp_path / "repo")
@@ -170,15 +170,15 @@ def test_a_source_that_does_not_render_fails_alone_and_prunes_nothing(env, kube)
     repo.commit("broken")
     run = sync(tmp_path, inventory, sources)
     assert run.rc != 0 and run.recap["the-cluster"]["failed"] == 1, run.tail()
-    # the independent stack is applied and pruned; the broken one and its dependent are not
+    # the independent stack is applied but prunes nothing; the broken one and its dependent are not applied
     assert client.get(f"/api/v1/namespaces/{ns}")["metadata"]["labels"]["team"] == "a"
     assert client.get(f"/api/v1/namespaces/{ns}/configmaps/app")["data"] == {"k": "v"}
-    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/old") is None
-    # what broken declared when it last rendered: released to it, not deleted
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/old") is not None
     now = client.get(f"/api/v1/namespaces/{ns}/configmaps/shared")["metadata"]
-    assert (now["uid"], now["labels"]["stacksync.io/stack"]) == (shared["uid"], broken), run.tail()
+    assert (now["uid"], now["labels"]["stacksync.io/stack"]) == (shared["uid"], base), run.tail()
     rows = run.summary_rows()["the-cluster"]
-    assert rows[base]["result"] == "ok" and rows[base]["configured"] == "1" and rows[base]["pruned"] == "1", rows
+    assert rows[base]["configured"] == "1" and rows[base]["pruned"] == "0", rows
+    assert rows[base]["result"].startswith("ok") and "pruning" in rows[base]["result"], rows
     assert rows[broken]["result"] == "FAILED (pruning not run)", rows
     assert rows[broken]["commit"] == rows[base]["commit"] != "-", rows  # checked out, then not rendered
     assert rows[apps]["result"] == f"not applied: it depends on {broken}, which failed", rows
@@ -188,6 +188,14 @@ def test_a_source_that_does_not_render_fails_alone_and_prunes_nothing(env, kube)
     fatal = fatal_lines(run)
     assert len(fatal) == 1 and f"stack {broken}: " in fatal[0] and "broken/cm.yaml" in fatal[0], run.tail()
     assert str(tmp_path / "cache") not in run.stdout
+    # fixed: every stack prunes again; what broken declares (shared) is released to it, never deleted
+    repo.write("broken/cm.yaml", configmap("broken", ns, {"k": "v"}))
+    repo.commit("fixed")
+    run = sync(tmp_path, inventory, sources)
+    assert run.rc == 0, run.tail()
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/old") is None
+    now = client.get(f"/api/v1/namespaces/{ns}/configmaps/shared")["metadata"]
+    assert (now["uid"], now["labels"]["stacksync.io/stack"]) == (shared["uid"], broken), run.tail()
 
 
 @pytest.mark.parametrize("deps, message", [

@@ -30,6 +30,7 @@ def test_a_plain_run_prunes():
     (dict(phase="apply"), g.PHASE_APPLY),
     (dict(caller=g.SOURCES, source_failed=True), g.SOURCE_FAILED),
     (dict(caller=g.SOURCES, blocked=("infra",)), g.DEPENDENCY_FAILED),
+    (dict(caller=g.SOURCES, unrendered=("tenant-b",)), g.OTHERS_UNRENDERED),
     (dict(apply_errors=2), g.APPLY_FAILED),
     (dict(caller=g.SOURCES, state="absent", others_failed=True), g.OTHERS_FAILED),
     (dict(caller=g.INFO), g.NO_DESIRED_SET),
@@ -43,6 +44,15 @@ def test_the_messages_say_why():
     assert decide(apply_errors=2).message == "nothing was pruned because 2 apply(s) failed"
     assert decide(apply_errors=1, dry_run=True).message == "nothing would be pruned because 1 apply(s) would fail"
     assert decide(caller=g.SOURCES, blocked=("a", "b")).message == "not applied: it depends on a, b, which failed"
+
+
+def test_a_source_that_could_not_be_rendered_holds_back_the_other_stacks_prunes():
+    d = decide(caller=g.SOURCES, unrendered=("tenant-b", "tenant-c"))
+    assert d.code == g.OTHERS_UNRENDERED and not d.refuse
+    assert "tenant-b, tenant-c could not be fetched or rendered" in d.message
+    # its own failure comes first; a stack being deleted is held back by others_failed as before
+    assert decide(caller=g.SOURCES, source_failed=True, unrendered=("b",)).code == g.SOURCE_FAILED
+    assert decide(caller=g.SOURCES, state="absent", unrendered=("b",), others_failed=True).code == g.OTHERS_FAILED
 
 
 def test_what_state_absent_ignores():

@@ -334,7 +334,9 @@ def test_a_failed_apply_holds_back_only_its_own_prune():
     assert ("prune", "b", "nothing was pruned because 1 apply(s) failed") in steps
 
 
-def test_a_failed_source_and_its_dependents_prune_nothing_the_others_prune():
+def test_a_source_that_cannot_be_rendered_holds_back_every_prune_of_the_run():
+    # what it declares now is unknown: an object that moved to it in this commit must not be deleted by the stack
+    # it left (a failed *apply* holds back only its own prune: its desired set is known and passed to the others)
     p = prepared({"repo": "file:///r", "stack": "base"}, {"repo": "file:///r", "stack": "broken"},
                  {"repo": "file:///r", "stack": "apps", "depends_on": ["broken"]}, errors=("broken",))
     steps = run(p, {})
@@ -345,7 +347,8 @@ def test_a_failed_source_and_its_dependents_prune_nothing_the_others_prune():
         ("apply", "apps", "not applied: it depends on broken, which failed")]
     assert steps[3:] == [("prune", "apps", "not applied: it depends on broken, which failed"),
                          ("prune", "broken", "its source could not be fetched or rendered"),
-                         ("prune", "base", "prune")]
+                         ("prune", "base", gate.decide(gate.Facts(unrendered=("broken",))).message)]
+    assert "broken could not be fetched or rendered" in steps[5][2]
 
 
 def test_a_stack_being_deleted_waits_for_a_run_where_every_apply_succeeded():
