@@ -18,8 +18,10 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
+from ansible_collections.stacksync.k8s.plugins.module_utils import vocabulary
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import summary as report
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout, run_token
 
 display = Display()
@@ -40,7 +42,7 @@ class ActionModule(ActionBase):
         del tmp
         validated = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
         if validated.error_messages:
-            result.update(failed=True, msg="stacksync.k8s.sources: %s" % validated.errors.msg)
+            result.update(failed=True, msg="stacksync.k8s.sources: %s" % validated.errors.msg, stacksync_results=[])
             return result
         params = validated.validated_parameters
         self._host = task_vars.get("inventory_hostname", "localhost")
@@ -48,28 +50,38 @@ class ActionModule(ActionBase):
             sources = sp.order(sp.resolve(params["sources"], dict(
                 version=params["version"], path=params["path"], prune=params["prune"])))
         except sp.SourceError as e:
-            result.update(failed=True, msg=str(e))
+            result.update(failed=True, msg=str(e), stacksync_results=[])
             return result
+        self._caller, self._sources = params["_caller"], dict((s["stack"], s) for s in sources)
         entries = self._sync([self._prepare(s, params, task_vars) for s in sources], params, task_vars)
         if params["summary"]:
-            display.display("\n".join(sp.summary_lines(self._host, entries, bool(self._task.check_mode))))
-        result.update(
-            changed=any(e["changed"] for e in entries),
-            stacks=[e["stack"] for e in entries],
-            ansible_facts={"stacksync_results": entries},
-            ansible_stats={"data": {"stacksync": {self._host: sp.stats(entries)}}, "per_host": False,
-                           "aggregate": True},
-        )
-        warnings = ["stack %s: %s" % (e["stack"], w) for e in entries for w in e["warnings"]]
+            display.display("\n".join(report.summary_lines(self._host, entries, bool(self._task.check_mode))))
+        return self._result(result, entries)
+
+    def _result(self, result, entries):
+        """The task's result: ``stacksync_results`` as a fact (a task that fails sets no facts, so the result
+        holds them too: role ``stacksync.k8s.sync`` sets the fact from it whatever happened), the stats, the
+        warnings and diffs of every stack; failed, with the error as its message, if a stack failed."""
+        warnings = ["stack %s: %s" % (e["stack"], report.own_words(e["stack"], w)) for e in entries
+                    for w in e["warnings"]]
         if warnings:
             result["warnings"] = warnings
         diffs = [d for e in entries for ds in e.pop("diff") for d in (ds if isinstance(ds, list) else [ds])]
         if diffs:
             result["diff"] = diffs
+        result.update(
+            changed=any(e["changed"] for e in entries),
+            stacks=[e["stack"] for e in entries],
+            ansible_facts={"stacksync_results": entries},
+            ansible_stats={"data": {"stacksync": {self._host: report.stats(entries)}}, "per_host": False,
+                           "aggregate": True},
+        )
         failed = [e["stack"] for e in entries if e["failed"]]
         if failed:
-            # the message is the error; the details are in the result (stacksync_results)
-            result.update(failed=True, failed_stacks=failed, msg=sp.failure_message(entries))
+            # the message is the error; a failed task's facts and stats are dropped by Ansible
+            result.update(failed=True, failed_stacks=failed, msg=report.failure_message(entries),
+                          stacksync_results=result.pop("ansible_facts")["stacksync_results"])
+            del result["ansible_stats"]
         return result
 
     # -- the edges: git, rendering, stack runs ------------------------------------------------------
@@ -103,16 +115,35 @@ class ActionModule(ActionBase):
                       len(resources), time.monotonic() - started))
         return source, co["commit"], resources, None
 
-    def _run_stack(self, args, task_vars):
+    def _run_stack(self, args, task_vars, announce=None):
+        """The result of a ``stacksync.k8s.stack`` run of ``args``; ``announce(verb, done, total)`` is told of its
+        progress as it writes (the first call prints the line that says what it is writing)."""
+        source = self._sources[args["name"]]
+        names = vocabulary.stack_names(self._caller, source["index"], args, source["given"])
         task = self._task.copy(exclude_parent=False, exclude_tasks=True)
-        task.args = args
+        task.args = dict(args, _vocabulary=names) if names else args
         action = self._shared_loader_obj.action_loader.get(
             STACK, task=task, connection=self._connection, play_context=self._play_context, loader=self._loader,
             templar=self._templar, shared_loader_obj=self._shared_loader_obj)
+        action.stacksync_progress = announce
         return action.run(task_vars=task_vars)
 
     def _say(self, stack, text):
-        display.display("stacksync [%s] stack %s: %s" % (self._host, stack, text))
+        if text:
+            display.display("stacksync [%s] stack %s: %s" % (self._host, stack, text))
+
+    def _announcer(self, source, commit, resources, then_wait):
+        """``announce(verb, done, total)`` for :meth:`_run_stack`: the first call says what the run writes."""
+        said = []
+        origin = "%s%s @ %s" % (source["repo_label"], "" if source["path"] == "." else " " + source["path"],
+                                commit[:12])
+
+        def announce(verb, done, total):
+            if not said:
+                said.append(verb)
+                self._say(source["stack"], report.start_line(verb, done, total, len(resources or []), origin,
+                                                             then_wait))
+        return announce
 
     # -- the sync: apply every stack (in dependency order), then prune every stack (in reverse) ------
 
@@ -125,51 +156,38 @@ class ActionModule(ActionBase):
             blocked = sp.blocked_by(source, failed)
             if error:
                 failed.add(source["stack"])
-                self._say(source["stack"], "not applied: its source could not be fetched or rendered (the error is in "
-                                           "the task's message)")
+                self._say(source["stack"], "FAILED: %s" % report.one_line(error))
                 continue
             if blocked:
                 failed.add(source["stack"])
                 self._say(source["stack"], "not applied: it depends on %s, which failed" % ", ".join(blocked))
                 continue
-            self._say(source["stack"], "applying %d objects from %s %s @ %s%s"
-                      % (len(resources), source["repo_label"], source["path"], commit[:12],
-                         ", then waiting until they are healthy" if source["stack"] in waited else ""))
             started = time.monotonic()
             args = sp.stack_args(source, commit, resources, params, "all" if one_run else "apply",
                                  wait=source["stack"] in waited)
-            res = self._run_stack(args, task_vars)
+            res = self._run_stack(args, task_vars, self._announcer(source, commit, resources, args.get("wait")))
             seconds[source["stack"]] = time.monotonic() - started
             applied[source["stack"]] = res
             if res.get("failed"):
                 failed.add(source["stack"])
-            self._say(source["stack"], self._outcome(res, seconds[source["stack"]], "all" if one_run else "apply"))
+            self._say(source["stack"], report.outcome_line(source["stack"], res, seconds[source["stack"]],
+                                                           "all" if one_run else "apply", self._task.check_mode))
         pruned = {}
         if not failed and not one_run:
             for source, commit, resources, _error in reversed(prepared):
                 if source["state"] == "present" and not source["prune"]:
                     continue
                 started = time.monotonic()
-                res = self._run_stack(sp.stack_args(source, commit, resources, params, "prune"), task_vars)
+                res = self._run_stack(sp.stack_args(source, commit, resources, params, "prune"), task_vars,
+                                      self._announcer(source, commit, resources, False))
                 took = time.monotonic() - started
                 seconds[source["stack"]] = seconds.get(source["stack"], 0.0) + took
                 pruned[source["stack"]] = res
-                self._say(source["stack"], self._outcome(res, took, "prune" if source["state"] == "present" else "delete"))
+                self._say(source["stack"], report.outcome_line(
+                    source["stack"], res, took, "prune" if source["state"] == "present" else "delete",
+                    self._task.check_mode))
         return [sp.stack_entry(s, commit, len(resources or []), applied.get(s["stack"]), pruned.get(s["stack"]),
                                one_run=one_run, seconds=seconds.get(s["stack"], 0.0),
-                               blocked=sp.blocked_by(s, failed) if s["stack"] not in applied else None, error=error)
+                               blocked=sp.blocked_by(s, failed) if s["stack"] not in applied else None, error=error,
+                               waited=bool(params.get("wait")) or s["stack"] in waited)
                 for s, commit, resources, error in prepared]
-
-    @staticmethod
-    def _outcome(res, seconds, phase):
-        """The line printed when a stack's run ends (``phase``: apply, all, prune or delete)."""
-        c = res.get("counts") or {}
-        if res.get("failed"):
-            return "FAILED after %.1f s (the error is in the task's message)" % seconds
-        if phase in ("prune", "delete"):
-            return "%s %d objects in %.1f s" % ("pruned" if phase == "prune" else "deleted", c.get("pruned", 0), seconds)
-        parts = ["%s %d" % (k, c.get(k, 0)) for k in ("created", "configured", "unchanged")]
-        if phase == "all":
-            parts.append("pruned %d" % c.get("pruned", 0))
-        parts.append("skipped %d" % len(res.get("skipped_objects") or []))
-        return "%s in %.1f s" % (", ".join(parts), seconds)

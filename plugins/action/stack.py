@@ -15,7 +15,7 @@ import os
 
 from ansible.utils.display import Display
 from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
-from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Progress, interval_from_env
+from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Progress, interval_from_env, tee
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,
@@ -66,5 +66,7 @@ class ActionModule(StackAction):
 
     def _runner(self, params, warn):
         progress = Progress(display.v, interval_from_env(os.environ), prefix="stack %s: " % params["name"])
+        # set by the stacksync.k8s.sources action, which runs this one: told of the run's progress too
+        progress = tee(progress, getattr(self, "stacksync_progress", None))
         return run_stack(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff), warn=warn,
                          verbosity=display.verbosity, progress=progress)

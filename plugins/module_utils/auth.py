@@ -52,6 +52,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.kubeconfig import (
     static_authorization,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.transport import bypass_proxy, tls_pool_kwargs
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 
 
 def _find_kubernetes():
@@ -151,7 +152,7 @@ def read_kubeconfigs(paths, explicit):
     for path in paths:
         if not os.path.exists(path):
             if explicit and len(paths) == 1:
-                raise AuthError("Kubeconfig file not found: %s" % path)
+                raise AuthError("Kubeconfig file not found: %s (check %s)" % (path, option("kubeconfig")))
             continue
         try:
             with open(path) as f:
@@ -171,7 +172,8 @@ def read_kubeconfigs(paths, explicit):
         if explicit:
             raise AuthError("None of the kubeconfig files exist: %s" % os.pathsep.join(paths))
         raise AuthError("No Kubernetes credentials found: no kubeconfig at %s and not running in a cluster; "
-                        "set host, kubeconfig or K8S_AUTH_* variables" % os.pathsep.join(paths))
+                        "set %s (or %s and %s), or the K8S_AUTH_* environment variables"
+                        % (os.pathsep.join(paths), option("kubeconfig"), option("host"), option("api_key")))
     return docs
 
 
@@ -291,7 +293,8 @@ def load_configuration(auth, environ=None):
             cfg = _from_kubeconfig(auth, environ)
     apply_auth_options(cfg, auth)
     if not cfg.host:
-        raise AuthError("No Kubernetes API server found: set host, kubeconfig or K8S_AUTH_* variables")
+        raise AuthError("No Kubernetes API server found: set %s or %s, or the K8S_AUTH_* environment variables"
+                        % (option("kubeconfig"), option("host")))
     return cfg, cfg.namespace
 
 

@@ -42,6 +42,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
     record_would_change,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.report import stack_report
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import wait_for
 
 #: errors of the steps that end a run with a StackError
@@ -233,7 +234,8 @@ class StackManager:
         if self.opts.fail_on_shared and self.opts.applying and to_apply:
             foreign = foreign_owned(self.client, to_apply, plan.snap.ours, self._map)
             if foreign:
-                raise StackError("objects managed by another deployment tool (fail_on_shared is set): " + "; ".join(
+                raise StackError("objects managed by another deployment tool (%s is set): " % option("fail_on_shared")
+                                 + "; ".join(
                     "%s (%s)" % (d.named(), tool) for d, tool in foreign[:20]), changeset)
         changeset.checksum = stack_checksum([d.checksum for d in desired])
         if self.opts.applying and not dry_run:
@@ -288,8 +290,8 @@ class StackManager:
             desired = self.prepare(resources, cs)
             pruning = self.opts.pruning
             if pruning and not desired and not self.opts.allow_empty:
-                raise StackError("refusing to prune stack %r to an empty set of resources (set allow_empty: true if "
-                                 "this is intended)" % self.stack, phase="prune")
+                raise StackError("refusing to prune stack %r to an empty set of resources (set %s: true if "
+                                 "this is intended)" % (self.stack, option("allow_empty")), phase="prune")
             first_key = self._load_key(desired, create=False)
             stamp_all(desired, self.stack, first_key)
             plan = self.plan(desired, cs, pruning, final=self.opts.check_mode)

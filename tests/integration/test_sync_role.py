@@ -226,9 +226,9 @@ def test_single_source_applies_and_prunes_in_one_run(setup, kube, tmp_path):
         assert r["pruning"] == "done" and r["changed"] and not r["failed"], r
         assert [o["name"] for o in r["pruned"]] == ["gone"], r
         assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/gone") is None
-        # one module run (phase all): a start line and one end line that counts the pruned object too
+        # one module run (phase all): what it deletes as it starts, then one end line that counts it too
         said = [line for line in run.stdout.splitlines() if line.startswith(f"stacksync [the-cluster] stack {stack}: ")]
-        assert len(said) == 2 and said[1].endswith(" s") and "unchanged 2, pruned 1, skipped 0" in said[1], said
+        assert len(said) == 2 and said[0].endswith(": pruning 1 object") and ": unchanged 2, pruned 1 in " in said[1], said
         row = run.summary_rows()["the-cluster"][stack]
         assert (row["pruned"], row["result"]) == ("1", "ok"), run.summaries()
 
