@@ -78,10 +78,11 @@ class ActionModule(ActionBase):
         )
         failed = [e["stack"] for e in entries if e["failed"]]
         if failed:
-            # the message is the error; a failed task's facts and stats are dropped by Ansible
+            # the message is the error; a failed task's facts and stats are dropped by Ansible, and Ansible prints
+            # its whole result: the objects left unchanged are not listed there (thousands, for a large stack)
+            del result["ansible_facts"], result["ansible_stats"]
             result.update(failed=True, failed_stacks=failed, msg=report.failure_message(entries),
-                          stacksync_results=result.pop("ansible_facts")["stacksync_results"])
-            del result["ansible_stats"]
+                          stacksync_results=[report.written_only(e) for e in entries])
         return result
 
     # -- the edges: git, rendering, stack runs ------------------------------------------------------

@@ -234,9 +234,8 @@ class StackManager:
         if self.opts.fail_on_shared and self.opts.applying and to_apply:
             foreign = foreign_owned(self.client, to_apply, plan.snap.ours, self._map)
             if foreign:
-                raise StackError("objects managed by another deployment tool (%s is set): " % option("fail_on_shared")
-                                 + "; ".join(
-                    "%s (%s)" % (d.named(), tool) for d, tool in foreign[:20]), changeset)
+                raise StackError("objects managed by another deployment tool (%s is set): %s" % (option("fail_on_shared"),
+                                 "; ".join("%s (%s)" % (d.named(), tool) for d, tool in foreign[:20])), changeset)
         changeset.checksum = stack_checksum([d.checksum for d in desired])
         if self.opts.applying and not dry_run:
             widened = self.record.group_kinds | set(d.oid.group_kind for d in desired)
@@ -259,8 +258,9 @@ class StackManager:
                 self._ensure_lock()
                 self.record.save(**fields)
         if changeset.errors:
-            raise StackError("stack %r: %d object(s) failed: %s" % (
-                self.stack, len(changeset.errors), "; ".join(changeset.errors[:10])), changeset)
+            failed = len(changeset.errors)
+            raise StackError("stack %r: %s%s" % (self.stack, "" if failed == 1 else "%d objects failed: " % failed,
+                                                 "; ".join(changeset.errors[:10])), changeset)
         return changeset
 
     def _prune(self, plan, changeset, dry_run):
@@ -268,8 +268,9 @@ class StackManager:
         if plan.prune is None:
             return set(), False
         if changeset.errors:
-            changeset.warn("nothing %s pruned because %d apply(s) %s" % (
-                "would be" if dry_run else "was", len(changeset.errors), "would fail" if dry_run else "failed"))
+            n = len(changeset.errors)
+            changeset.warn("nothing %s pruned because %s %s" % ("would be" if dry_run else "was", "an apply" if n == 1
+                                                                 else "%d applies" % n, "would fail" if dry_run else "failed"))
             return set(), False
         remaining, pruned = self.pruner.execute(plan.prune, changeset, dry_run)
         if not dry_run and any(oid.group_kind in P.KIND_SERVING for oid in pruned):

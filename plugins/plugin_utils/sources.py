@@ -16,6 +16,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils import health_status
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import PASSTHROUGH
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import repo_subpath, source_stack
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.summary import own_words
 
 SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "namespace", "prune", "state", "vars",
                   "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on")
@@ -189,7 +190,8 @@ def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, 
     counts["skipped"] = len(skipped)
     applied = _refs(apply.get("applied"))
     unhealthy = [o for o in applied if o.get("health") and o["health"] not in HEALTHY]
-    msg = apply.get("msg", "") if apply_failed else (prune.get("msg", "") if prune_failed else "")
+    # the entry names its stack: its message does not again
+    msg = own_words(source["stack"], apply.get("msg", "") if apply_failed else (prune.get("msg", "") if prune_failed else ""))
     if blocked:
         msg = "not applied: it depends on %s, which failed" % ", ".join(blocked)
     if error:
