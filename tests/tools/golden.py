@@ -334,10 +334,9 @@ def page(outputs):
         # What a sync prints
 
         The output of `ansible-playbook stacksync.k8s.sync` at its default verbosity, in the runs people make most:
-        each block below is a real run against a local API server (captured by `tests/tools/golden.py`, which CI
-        compares with every change; timings and ports normalised). The repository is `examples/repo`, the play
-        `playbooks/sync.yml` with `clusters.yml` (one host, `my-cluster`, with `stacksync_kubeconfig`) and
-        `sources.yml`:
+        each block below is a real run against a local Kubernetes API server, as printed (timings and ports
+        normalised). The repository is `examples/repo`, the playbook `stacksync.k8s.sync` with `clusters.yml` (one
+        host, `my-cluster`, with `stacksync_kubeconfig`) and `sources.yml`:
 
         ```yaml
         stacksync_sources:
