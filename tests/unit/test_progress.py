@@ -178,7 +178,7 @@ def test_tee_calls_each_progress_in_turn():
     from ansible_collections.stacksync.k8s.plugins.module_utils.progress import tee
 
     calls = []
-    one = tee(lambda *a: calls.append(("a",) + a), None, lambda *a: calls.append(("b",) + a))
+    one = tee(lambda *a: calls.append(("a", *a)), None, lambda *a: calls.append(("b", *a)))
     one("applied", 1, 2)
     assert calls == [("a", "applied", 1, 2), ("b", "applied", 1, 2)]
     only = lambda *a: None  # noqa: E731

@@ -58,7 +58,7 @@ def test_every_role_option_is_a_variable_of_the_role_and_a_sources_option():
     # and every variable of the role that passes a sources option is in the list
     tasks = (ROLE / "tasks" / "main.yml").read_text()
     for name in SOURCES_SPEC:
-        if "stacksync_" + name in variables and "stacksync_%s " % name in tasks.replace("|", " "):
+        if "stacksync_" + name in variables and f"stacksync_{name} " in tasks.replace("|", " "):
             assert name in V.ROLE_OPTIONS, name
 
 
@@ -66,7 +66,7 @@ def test_engine_messages_speak_the_callers_words(tmp_path):
     with V.spoken({"kubeconfig": "stacksync_kubeconfig", "max_prune": "stacksync_max_prune"}):
         with pytest.raises(AuthError, match=r"not found: .*/nowhere \(check stacksync_kubeconfig\)"):
             read_kubeconfigs([str(tmp_path / "nowhere")], explicit=True)
-        with pytest.raises(ValueError, match="^stacksync_max_prune must be"):
+        with pytest.raises(ValueError, match=r"^stacksync_max_prune must be"):
             prune_limit("lots", 10)
         with pytest.raises(AuthError, match=r"set stacksync_kubeconfig \(or host and api_key\)"):
             read_kubeconfigs([str(tmp_path / "none")], explicit=False)
