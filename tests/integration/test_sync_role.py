@@ -119,9 +119,15 @@ def test_check_mode_on_a_fresh_stack_changes_nothing(setup, kube, tmp_path):
     ({}, "Set either stacksync_sources"),
     ({"stacksync_sources": [{"path": "x"}]}, "repo"),
     ({"stacksync_sources": [{"repo": "file:///x", "state": "gone"}]}, "state"),
+    # a message names the role's variable that set what is wrong
+    ({"stacksync_sources": [{"repo": "REPO_URL", "path": "manifests", "kubeconfig": "/nowhere/kubeconfig"}]},
+     "Kubeconfig file not found: /nowhere/kubeconfig (check stacksync_sources[0].kubeconfig)"),
+    ({"stacksync_repo": "REPO_URL", "stacksync_path": "manifests", "stacksync_kubeconfig": "/nowhere/kubeconfig"},
+     "Kubeconfig file not found: /nowhere/kubeconfig (check stacksync_kubeconfig)"),
 ])
 def test_bad_inputs_fail_with_a_clear_message(setup, extra, message):
     _tmp, inventory, variables, _ns = setup
+    extra = json.loads(json.dumps(extra).replace("REPO_URL", variables["repo_url"]))
     run = run_playbook(inventory, dict(variables, **extra))
     assert run.rc != 0
     assert message in run.output, run.tail()

@@ -47,6 +47,8 @@ def test_a_stack_run_names_what_its_source_set_as_the_source_s():
     assert names["kubeconfig"] == "stacksync_sources[1].kubeconfig" and names["max_prune"] == "stacksync_max_prune"
     assert names["host"] == "stacksync_host"  # an option not given is named as the role would set it
     assert V.stack_names("module", 0, {"name": "web", "kubeconfig": "/k"}, ["repo"]) == {}
+    assert V.stack_names("module", 2, {"name": "web", "kubeconfig": "/k"}, ["kubeconfig", "repo"]) == {
+        "kubeconfig": "sources[2].kubeconfig"}
 
 
 def test_every_role_option_is_a_variable_of_the_role_and_a_sources_option():
