@@ -52,7 +52,10 @@ class ActionModule(ActionBase):
         except sp.SourceError as e:
             result.update(failed=True, msg=str(e), stacksync_results=[])
             return result
-        self._caller, self._sources = params["_caller"], dict((s["stack"], s) for s in sources)
+        # who calls (the task variable role stacksync.k8s.sync sets): messages name the options in its words
+        caller = self._templar.template(task_vars.get(vocabulary.CALLER_VAR))
+        self._caller = caller if caller in vocabulary.CALLERS else "module"
+        self._sources = dict((s["stack"], s) for s in sources)
         entries = self._sync([self._prepare(s, params, task_vars) for s in sources], params, task_vars)
         if params["summary"]:
             display.display("\n".join(report.summary_lines(self._host, entries, bool(self._task.check_mode))))
@@ -122,11 +125,12 @@ class ActionModule(ActionBase):
         source = self._sources[args["name"]]
         names = vocabulary.stack_names(self._caller, source["index"], args, source["given"])
         task = self._task.copy(exclude_parent=False, exclude_tasks=True)
-        task.args = dict(args, _vocabulary=names) if names else args
+        task.args = args
         action = self._shared_loader_obj.action_loader.get(
             STACK, task=task, connection=self._connection, play_context=self._play_context, loader=self._loader,
             templar=self._templar, shared_loader_obj=self._shared_loader_obj)
         action.stacksync_progress = announce
+        action.stacksync_vocabulary = names  # in the controller's process; a module process speaks the module's
         return action.run(task_vars=task_vars)
 
     def _say(self, stack, text):

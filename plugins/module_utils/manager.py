@@ -269,8 +269,8 @@ class StackManager:
             return set(), False
         if changeset.errors:
             n = len(changeset.errors)
-            changeset.warn("nothing %s pruned because %s %s" % ("would be" if dry_run else "was", "an apply" if n == 1
-                                                                 else "%d applies" % n, "would fail" if dry_run else "failed"))
+            failing = "an apply" if n == 1 else "%d applies" % n
+            changeset.warn("nothing %s pruned because %s %s" % ("would be" if dry_run else "was", failing, "would fail" if dry_run else "failed"))
             return set(), False
         remaining, pruned = self.pruner.execute(plan.prune, changeset, dry_run)
         if not dry_run and any(oid.group_kind in P.KIND_SERVING for oid in pruned):

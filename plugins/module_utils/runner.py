@@ -26,7 +26,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.common import missin
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import readable
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
-from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option, spoken
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
 
 #: suboptions of ``render``: how the action plugin renders ``src``. The manifests lookup's options;
@@ -72,8 +72,6 @@ ARGUMENT_SPEC = dict(
     max_prune=dict(type="str"),
     takeover_managers=dict(type="list", elements="str"),
     discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
-    # hidden: the caller's names of the options, for messages (module_utils/vocabulary.py)
-    _vocabulary=dict(type="dict"),
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 
@@ -119,13 +117,8 @@ def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, prog
     (with 2 or more, diffs show created and pruned objects whole); ``progress(verb, done, total)`` is
     called as objects are applied, pruned and waited for (see :mod:`.progress`). Raises
     :class:`RunFailed` (with the return values known so far) when the run fails. Its messages name the options
-    as the caller does (``_vocabulary``, see :mod:`.vocabulary`).
+    in the words the caller set (:func:`.vocabulary.spoken`), else as the module's options.
     """
-    with spoken(params.get("_vocabulary")):
-        return _run(params, check_mode, diff, warn, verbosity, progress)
-
-
-def _run(params, check_mode, diff, warn, verbosity, progress):
     warn = warn or (lambda message: None)
     flags = dict(CLIENT_REQUIREMENTS)
     if params["wait_condition"]:

@@ -8,13 +8,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC as STACK_SPEC
-from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import CALLERS
 
 #: options of ``stacksync.k8s.stack`` that every source gets as they are (no default here: the
 #: module's own default applies when unset)
 PASSTHROUGH = tuple(sorted(set(STACK_SPEC) - {
     "name", "resources", "resources_file", "src", "render", "state", "phase", "prune", "namespace", "commit",
-    "_vocabulary",
 }))
 
 SOURCE_SPEC = dict(
@@ -48,7 +46,5 @@ ARGUMENT_SPEC = dict(
     prune=dict(type="bool", default=True),
     cache_dir=dict(type="path", default="~/.cache/stacksync"),
     summary=dict(type="bool", default=True),
-    # hidden: who calls, so that messages name the options as the caller wrote them (module_utils/vocabulary.py)
-    _caller=dict(type="str", default="module", choices=list(CALLERS)),
 )
 ARGUMENT_SPEC.update((name, _without_default(STACK_SPEC[name])) for name in PASSTHROUGH)

@@ -6,12 +6,13 @@
 A message names an option through :func:`option`: ``"set %s: true" % option("allow_empty")``. A task of
 module ``stacksync.k8s.stack`` reads ``set allow_empty: true``; the same run made by role
 ``stacksync.k8s.sync`` reads ``set stacksync_allow_empty: true``, the role's variable. The role tells module
-``stacksync.k8s.sources`` who called (hidden option ``_caller``), the sources action builds each stack run's
-names (:func:`stack_names`) and hands them to the run (hidden option ``_vocabulary``), and the run speaks
-them while it lasts (:func:`spoken`).
+``stacksync.k8s.sources`` who called (the task variable :data:`CALLER_VAR`), the sources action builds each
+stack run's names (:func:`stack_names`) and hands them to the stack action it runs, and the run speaks them
+while it lasts (:func:`spoken`). A stack run in a module process (a remote host, ``become``) speaks the
+module's words.
 
-The names of a run are set for the whole process (a module process, or the controller's worker process of a
-task, which runs one stack at a time); the engine's threads build messages in the same run.
+The names of a run are set for the whole process (the controller's worker process of a task, which runs
+one stack at a time); the engine's threads build messages in the same run.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -35,6 +36,8 @@ SHORTHAND = {"repo": "stacksync_repo", "stack": "stacksync_stack", "version": "s
 #: who calls module stacksync.k8s.sources: a task of one's own, the role with stacksync_sources, or with
 #: its single-source shorthand stacksync_repo
 CALLERS = ("module", "role", "role_repo")
+#: the task variable that says who calls module stacksync.k8s.sources (set by role stacksync.k8s.sync)
+CALLER_VAR = "__stacksync_caller"
 #: the options of a source that a stack run gets as options of its own (the rest come from the task)
 SOURCE_TO_STACK = {"kubeconfig": "kubeconfig", "context": "context", "impersonate_user": "impersonate_user",
                    "impersonate_groups": "impersonate_groups", "record_namespace": "record_namespace",

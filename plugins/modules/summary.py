@@ -33,7 +33,14 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes.flow
 attributes:
   action:
+    support: full
     details: Runs on the controller and only reads variables.
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+  platform:
+    platforms: all
   check_mode:
     support: full
     details: It changes nothing either way.

@@ -237,8 +237,8 @@ def fleet_lines(clusters):
     failed = [name for name, _e, _f in clusters if name in set(cells[0] for bad, cells in rows if bad)]
     counted = "%d cluster%s" % (len(clusters), "" if len(clusters) == 1 else "s")
     if failed:
-        head = "stacksync: %d of %s failed (%s), %d synced" % (len(failed), counted, ", ".join(failed),
-                                                             len(clusters) - len(failed))
+        head = "stacksync: %d of %s failed (%s), %d synced" % (
+            len(failed), counted, ", ".join(failed), len(clusters) - len(failed))
     else:
         head = "stacksync: %s synced (%d stack%s)" % (counted, stacks, "" if stacks == 1 else "s")
     if len(clusters) < 2:
