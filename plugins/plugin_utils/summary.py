@@ -139,9 +139,8 @@ def table(rows, left=(0, 1)):
 def _details(entry):
     details = []
     if entry["failed"]:
-        details.append("  %s" % one_line(own_words(entry["stack"], entry["msg"] or "failed"))
-                       if entry["msg"].startswith("not applied") else
-                       "  error: %s" % one_line(own_words(entry["stack"], entry["msg"] or "failed")))
+        said = one_line(own_words(entry["stack"], entry["msg"] or "failed"))
+        details.append("  " + said if said.startswith("not applied") else "  error: " + said)
     written = [o for o in entry["applied"] if o.get("action") in ("created", "configured")]
     _listed(details, written, lambda o: "%s %s" % (o.get("action"), _ref_text(o)))
     _listed(details, entry["pruned"], lambda o: "pruned " + _ref_text(o))
