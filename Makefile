@@ -167,22 +167,29 @@ test-real: install
 DEMO_VENV := .venv-demo
 DEMO_CORE := $(shell grep -E '^ansible-core==' tests/requirements.txt)
 
+# Each line says how long the demo has run (STACKSYNC_DEMO_STARTED: when `make demo` started), installing included.
+DEMO_SAY = printf '\n==> [%2ds] %s\n' "$$(( $$(date +%s) - $${STACKSYNC_DEMO_STARTED:-$$(date +%s)} ))"
+
 $(DEMO_VENV)/.installed: requirements.txt tests/requirements.txt
-	@echo "==> Creating $(DEMO_VENV) with $(DEMO_CORE) and requirements.txt ($$(grep -Eo '^[A-Za-z]+' requirements.txt | paste -sd, -)), nothing else"
+	@$(DEMO_SAY) "Creating $(DEMO_VENV) with $(DEMO_CORE) and requirements.txt ($$(grep -Eo '^[A-Za-z]+' requirements.txt | paste -sd, -)), nothing else (once; a minute or so)"
 	@rm -rf $(DEMO_VENV)
+	@# pip's own lines, one per package it collects and one when it installs them: progress without the noise
 	@if $(PYTHON) -m pip install --help 2>/dev/null | grep -q -- '--python '; then \
 	  $(PYTHON) -m venv --without-pip $(DEMO_VENV) && \
-	  $(PYTHON) -m pip --python $(DEMO_VENV)/bin/python install -q --no-compile --disable-pip-version-check "$(DEMO_CORE)" -r requirements.txt; \
+	  $(PYTHON) -m pip --python $(DEMO_VENV)/bin/python install --no-compile --disable-pip-version-check --progress-bar off "$(DEMO_CORE)" -r requirements.txt; \
 	else \
 	  $(PYTHON) -m venv $(DEMO_VENV) && \
-	  $(DEMO_VENV)/bin/python -m pip install -q --no-compile --disable-pip-version-check "$(DEMO_CORE)" -r requirements.txt; \
-	fi
+	  $(DEMO_VENV)/bin/python -m pip install --no-compile --disable-pip-version-check --progress-bar off "$(DEMO_CORE)" -r requirements.txt; \
+	fi | sed -n -E 's/^Collecting ([^ ]+).*/    collecting \1/p; s/^Installing collected packages: (.*)/    installing \1/p'
+	@$(DEMO_SAY) "Compiling what every ansible-playbook run imports"
 	@# bytecode for what every ansible-playbook run imports (not the large kubernetes client, rarely imported)
 	@$(DEMO_VENV)/bin/python -m compileall -q -j 0 -x '/kubernetes/' $(DEMO_VENV)/lib >/dev/null
 	@touch $@
 
-demo: $(DEMO_VENV)/.installed
-	@STACKSYNC_DEMO_VENV=$(CURDIR)/$(DEMO_VENV) bash examples/demo.sh
+# The demo counts from when `make demo` starts, so the time it prints includes building .venv-demo.
+demo:
+	@export STACKSYNC_DEMO_STARTED=$$(date +%s) && $(MAKE) --no-print-directory $(DEMO_VENV)/.installed && \
+	  STACKSYNC_DEMO_VENV=$(CURDIR)/$(DEMO_VENV) bash examples/demo.sh
 
 # The peers run from the test venv: tests/requirements.txt pins the `ansible` package, which brings
 # kubernetes.core. `make bench N=5000`, `make bench BENCH_ARGS="--tools stacksync,kubectl"`.

@@ -18,10 +18,12 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
+from ansible_collections.stacksync.k8s.plugins.module_utils import vocabulary
 from ansible_collections.stacksync.k8s.plugins.module_utils.info import ARGUMENT_SPEC as INFO_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import rename as rn
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import summary as report
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout, run_token
 
 display = Display()
@@ -43,7 +45,7 @@ class ActionModule(ActionBase):
         del tmp
         validated = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
         if validated.error_messages:
-            result.update(failed=True, msg="stacksync.k8s.sources: %s" % validated.errors.msg)
+            result.update(failed=True, msg="stacksync.k8s.sources: %s" % validated.errors.msg, stacksync_results=[])
             return result
         params = validated.validated_parameters
         self._host = task_vars.get("inventory_hostname", "localhost")
@@ -51,28 +53,42 @@ class ActionModule(ActionBase):
             sources = sp.order(sp.resolve(params["sources"], dict(
                 version=params["version"], path=params["path"], prune=params["prune"])))
         except sp.SourceError as e:
-            result.update(failed=True, msg=str(e))
+            result.update(failed=True, msg=str(e), stacksync_results=[])
             return result
+        # who calls (the task variable role stacksync.k8s.sync sets): messages name the options in its words
+        caller = self._templar.template(task_vars.get(vocabulary.CALLER_VAR))
+        self._caller = caller if caller in vocabulary.CALLERS else "module"
+        self._sources = dict((s["stack"], s) for s in sources)
         entries = self._sync([self._prepare(s, params, task_vars) for s in sources], params, task_vars)
         if params["summary"]:
-            display.display("\n".join(sp.summary_lines(self._host, entries, bool(self._task.check_mode))))
-        result.update(
-            changed=any(e["changed"] for e in entries),
-            stacks=[e["stack"] for e in entries],
-            ansible_facts={"stacksync_results": entries},
-            ansible_stats={"data": {"stacksync": {self._host: sp.stats(entries)}}, "per_host": False,
-                           "aggregate": True},
-        )
-        warnings = ["stack %s: %s" % (e["stack"], w) for e in entries for w in e["warnings"]]
+            display.display("\n".join(report.summary_lines(self._host, entries, bool(self._task.check_mode))))
+        return self._result(result, entries)
+
+    def _result(self, result, entries):
+        """The task's result: ``stacksync_results`` as a fact (a task that fails sets no facts, so the result
+        holds them too: role ``stacksync.k8s.sync`` sets the fact from it whatever happened), the stats, the
+        warnings and diffs of every stack; failed, with the error as its message, if a stack failed."""
+        warnings = ["stack %s: %s" % (e["stack"], report.own_words(e["stack"], w)) for e in entries
+                    for w in e["warnings"]]
         if warnings:
             result["warnings"] = warnings
         diffs = [d for e in entries for ds in e.pop("diff") for d in (ds if isinstance(ds, list) else [ds])]
         if diffs:
             result["diff"] = diffs
+        result.update(
+            changed=any(e["changed"] for e in entries),
+            stacks=[e["stack"] for e in entries],
+            ansible_facts={"stacksync_results": entries},
+            ansible_stats={"data": {"stacksync": {self._host: report.stats(entries)}}, "per_host": False,
+                           "aggregate": True},
+        )
         failed = [e["stack"] for e in entries if e["failed"]]
         if failed:
-            # the message is the error; the details are in the result (stacksync_results)
-            result.update(failed=True, failed_stacks=failed, msg=sp.failure_message(entries))
+            # the message is the error; a failed task's facts and stats are dropped by Ansible, and Ansible prints
+            # its whole result: the objects left unchanged are not listed there (thousands, for a large stack)
+            del result["ansible_facts"], result["ansible_stats"]
+            result.update(failed=True, failed_stacks=failed, msg=report.failure_message(entries),
+                          stacksync_results=[report.written_only(e) for e in entries])
         return result
 
     # -- the edges: git, rendering, stack runs ------------------------------------------------------
@@ -108,12 +124,18 @@ class ActionModule(ActionBase):
                       len(resources), time.monotonic() - started))
         return source, co["commit"], resources, None
 
-    def _run_stack(self, args, task_vars, module=STACK):
+    def _run_stack(self, args, task_vars, module=STACK, announce=None):
+        """The result of a ``stacksync.k8s.stack`` (or ``module``) run of ``args``; ``announce(verb, done, total)`` is
+        told of its progress as it writes (the first call prints the line that says what it is writing)."""
+        source = self._sources.get(args["name"]) or {}  # a stack of an older name (rename.py) speaks as its source
+        names = vocabulary.stack_names(self._caller, source.get("index"), args, source.get("given") or ())
         task = self._task.copy(exclude_parent=False, exclude_tasks=True)
         task.args = args
         action = self._shared_loader_obj.action_loader.get(
             module, task=task, connection=self._connection, play_context=self._play_context, loader=self._loader,
             templar=self._templar, shared_loader_obj=self._shared_loader_obj)
+        action.stacksync_progress = announce
+        action.stacksync_vocabulary = names  # in the controller's process; a module process speaks the module's
         return action.run(task_vars=task_vars)
 
     # -- stacks named otherwise before 0.2.0: taken over once (plugin_utils/rename.py) -------------
@@ -153,7 +175,21 @@ class ActionModule(ActionBase):
             self._say(s["stack"], rn.rename_line(legacy, absent, bool(self._task.check_mode)))
 
     def _say(self, stack, text):
-        display.display("stacksync [%s] stack %s: %s" % (self._host, stack, text))
+        if text:
+            display.display("stacksync [%s] stack %s: %s" % (self._host, stack, text))
+
+    def _announcer(self, source, commit, resources, then_wait):
+        """``announce(verb, done, total)`` for :meth:`_run_stack`: the first call says what the run writes."""
+        said = []
+        origin = "%s%s @ %s" % (source["repo_label"], "" if source["path"] == "." else " " + source["path"],
+                                commit[:12])
+
+        def announce(verb, done, total):
+            if not said:
+                said.append(verb)
+                self._say(source["stack"], report.start_line(verb, done, total, len(resources or []), origin,
+                                                             then_wait))
+        return announce
 
     # -- the sync: the steps of plugin_utils/sources.next_step (apply in order, then prune in reverse) -------------
 
@@ -171,20 +207,17 @@ class ActionModule(ActionBase):
                     self._say(stack, step.message)
                 step = sp.next_step(prepared, done)
                 continue
-            if step.stage == "apply":
-                self._say(stack, "applying %d objects from %s %s @ %s%s"
-                          % (len(step.resources), step.source["repo_label"], step.source["path"], step.commit[:12],
-                             ", then waiting until they are healthy" if stack in waited else ""))
             started = time.monotonic()
             others = sp.other_sources(prepared, step.source, params, declarations)
+            wait = step.stage == "apply" and stack in waited
             res = self._run_stack(sp.stack_args(step.source, step.commit, step.resources, params, step.phase,
-                                                wait=step.stage == "apply" and stack in waited, others=others),
-                                  task_vars)
+                                                wait=wait, others=others),
+                                  task_vars, announce=self._announcer(step.source, step.commit, step.resources, wait))
             took = time.monotonic() - started
             seconds[stack] = seconds.get(stack, 0.0) + took
             results[step.stage][stack] = res
             done.setdefault(stack, {})[step.stage] = sp.FAILED if res.get("failed") else sp.DONE
-            self._say(stack, self._outcome(res, took, step.phase))
+            self._say(stack, report.outcome_line(stack, res, took, step.phase, self._task.check_mode))
             step = sp.next_step(prepared, done)
         one_run = sp.single_run(prepared)
         failed = set(s for s, stages in done.items() if stages.get("apply") == sp.FAILED)
@@ -193,19 +226,5 @@ class ActionModule(ActionBase):
         return [sp.stack_entry(s, commit, len(resources or []), results["apply"].get(s["stack"]),
                                results["prune"].get(s["stack"]), one_run=one_run, seconds=seconds.get(s["stack"], 0.0),
                                blocked=sp.blocked_by(s, failed) if s["stack"] not in results["apply"] else None,
-                               error=error)
+                               error=error, waited=bool(params.get("wait")) or s["stack"] in waited)
                 for s, commit, resources, error in prepared]
-
-    @staticmethod
-    def _outcome(res, seconds, phase):
-        """The line printed when a stack's run ends (``phase``: apply, all, prune or delete)."""
-        c = res.get("counts") or {}
-        if res.get("failed"):
-            return "FAILED after %.1f s (the error is in the task's message)" % seconds
-        if phase in ("prune", "delete"):
-            return "%s %d objects in %.1f s" % ("pruned" if phase == "prune" else "deleted", c.get("pruned", 0), seconds)
-        parts = ["%s %d" % (k, c.get(k, 0)) for k in ("created", "configured", "unchanged")]
-        if phase == "all":
-            parts.append("pruned %d" % c.get("pruned", 0))
-        parts.append("skipped %d" % len(res.get("skipped_objects") or []))
-        return "%s in %.1f s" % (", ".join(parts), seconds)

@@ -12,9 +12,9 @@ fails before any write. What is deleted, object by object, is :func:`.plan.prune
 
 A new rule is one more fact (a :class:`Facts` field whose default means "absent") and one more function in
 :data:`RULES`, at the place of its precedence -- never another site. Facts reserved for the rules still to come,
-each ``None`` (absent) until its rule lands: ``approved`` (issue 29: the approved plan's deletions of this stack;
-a plan only narrows a prune), ``grace`` (issue 29: the prune grace period), ``fence`` (issue 28: the proof that
-the run still holds its Lease) and ``budget_override`` (issue 29: deletions approved over ``max_prune``).
+each ``None`` (absent) until its rule lands: ``approved`` (the approved plan's deletions of this stack; a plan
+only narrows a prune), ``grace`` (the prune grace period), ``fence`` (the proof that the run still holds its
+Lease) and ``budget_override`` (deletions approved over ``max_prune``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,6 +25,7 @@ from collections import namedtuple
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import prune_budget_problem
 from ansible_collections.stacksync.k8s.plugins.module_utils.record import object_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 
 # who asks
 STACK = "stack"  # the engine's sync, check mode and state absent (module stacksync.k8s.stack)
@@ -164,8 +165,9 @@ def _others_unrendered(f):
 def _apply_failed(f):
     if not f.apply_errors:
         return None
-    return _no(APPLY_FAILED, "nothing %s pruned because %d apply(s) %s" % (
-        "would be" if f.dry_run else "was", f.apply_errors, "would fail" if f.dry_run else "failed"))
+    failing = "an apply" if f.apply_errors == 1 else "%d applies" % f.apply_errors
+    return _no(APPLY_FAILED, "nothing %s pruned because %s %s" % (
+        "would be" if f.dry_run else "was", failing, "would fail" if f.dry_run else "failed"))
 
 
 def _others_failed(f):
@@ -183,8 +185,8 @@ def _no_desired_set(f):
 
 def _empty_set(f):
     if f.caller == STACK and f.present and f.desired == 0 and not f.allow_empty:
-        return _no(EMPTY_SET, "refusing to prune stack %r to an empty set of resources (set allow_empty: true if this "
-                              "is intended)" % f.stack, refuse=True)
+        return _no(EMPTY_SET, "refusing to prune stack %r to an empty set of resources (set %s: true if this is "
+                              "intended)" % (f.stack, option("allow_empty")), refuse=True)
     return None
 
 

@@ -44,6 +44,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
     record_would_change,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.report import stack_report
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import wait_for
 
 #: errors of the steps that end a run with a StackError
@@ -234,8 +235,8 @@ class StackManager:
         if self.opts.fail_on_shared and self.opts.applying and to_apply:
             foreign = foreign_owned(self.client, to_apply, plan.snap.ours, self._map)
             if foreign:
-                raise StackError("objects managed by another deployment tool (fail_on_shared is set): " + "; ".join(
-                    "%s (%s)" % (d.named(), tool) for d, tool in foreign[:20]), changeset)
+                raise StackError("objects managed by another deployment tool (%s is set): %s" % (option("fail_on_shared"),
+                                 "; ".join("%s (%s)" % (d.named(), tool) for d, tool in foreign[:20])), changeset)
         changeset.checksum = stack_checksum([d.checksum for d in desired])
         if self.opts.applying and not dry_run:
             widened = self.record.group_kinds | set(d.oid.group_kind for d in desired)
@@ -258,8 +259,9 @@ class StackManager:
                 self._ensure_lock()
                 self.record.save(**fields)
         if changeset.errors:
-            raise StackError("stack %r: %d object(s) failed: %s" % (
-                self.stack, len(changeset.errors), "; ".join(changeset.errors[:10])), changeset)
+            failed = len(changeset.errors)
+            raise StackError("stack %r: %s%s" % (self.stack, "" if failed == 1 else "%d objects failed: " % failed,
+                                                 "; ".join(changeset.errors[:10])), changeset)
         return changeset
 
     def _prune(self, plan, changeset, dry_run, facts):

@@ -28,6 +28,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
     prune_disabled,
     ssa_policy,
 )
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 
 #: Apply stages (prune runs them in reverse). Stage 0 must exist before anything can go in it:
 #: Namespaces and CRDs (after which we wait for CRDs to be Established and re-read discovery).
@@ -249,8 +250,8 @@ def prune_limit(max_prune, total):
             raise ValueError
         return count
     except ValueError:
-        raise ValueError("max_prune must be a number of objects (25) or a percentage of the stack (30%%), got %r"
-                         % (max_prune,)) from None
+        raise ValueError("%s must be a number of objects (25) or a percentage of the stack (30%%), got %r"
+                         % (option("max_prune"), max_prune)) from None
 
 
 def prune_budget_problem(candidates, total, max_prune):
@@ -262,11 +263,11 @@ def prune_budget_problem(candidates, total, max_prune):
     shown = ", ".join(str(oid) for oid in candidates[:20])
     if len(candidates) > 20:
         shown += " and %d more" % (len(candidates) - 20)
-    return ("refusing to prune %d of the stack's %d objects: more than max_prune allows (%s = %d); nothing was "
-            "deleted. If this is intended, run again with a larger max_prune (a count, or a percentage such as "
-            "100%%). Would delete: %s" % (len(candidates), total,
+    return ("refusing to prune %d of the stack's %d objects: more than %s allows (%s = %d); nothing was "
+            "deleted. If this is intended, run again with a larger %s (a count, or a percentage such as "
+            "100%%). Would delete: %s" % (len(candidates), total, option("max_prune"),
                                           "default: half, at least %d" % DEFAULT_MIN_PRUNE if max_prune in (None, "")
-                                          else max_prune, limit, shown))
+                                          else max_prune, limit, option("max_prune"), shown))
 
 
 def in_sync_by_ownership(d, live, field_manager, patterns):

@@ -24,8 +24,10 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import missing_requirement
 from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_SPEC
+from ansible_collections.stacksync.k8s.plugins.module_utils.diff import readable
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
 
 #: suboptions of ``render``: how the action plugin renders ``src``. The manifests lookup's options;
@@ -122,7 +124,8 @@ def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, prog
     ``warn(message)`` receives each warning (``module.warn`` in the module); ``verbosity`` is Ansible's
     (with 2 or more, diffs show created and pruned objects whole); ``progress(verb, done, total)`` is
     called as objects are applied, pruned and waited for (see :mod:`.progress`). Raises
-    :class:`RunFailed` (with the return values known so far) when the run fails.
+    :class:`RunFailed` (with the return values known so far) when the run fails. Its messages name the options
+    in the words the caller set (:func:`.vocabulary.spoken`), else as the module's options.
     """
     warn = warn or (lambda message: None)
     flags = dict(CLIENT_REQUIREMENTS)
@@ -138,7 +141,7 @@ def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, prog
         # set by the action plugin for a module process (or by the user); the invocation then lists them
         params["resources"] = read_resources_file(params["resources_file"])
     if params["concurrency"] < 1:
-        raise RunFailed("concurrency must be at least 1", {})
+        raise RunFailed("%s must be at least 1" % option("concurrency"), {})
     try:
         client, context_namespace = build_client(params, maxsize=params["concurrency"])
     except AuthError as e:
@@ -154,12 +157,12 @@ def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, prog
         if getattr(e, "phase", None):
             result["failed_phase"] = e.phase
         if changeset is not None and diff and changeset.diff:
-            result["diff"] = changeset.diff
+            result["diff"] = readable(changeset.diff)
         raise RunFailed(str(e), result) from None
     except Exception as e:  # an unexpected bug: say what failed, never dump objects
         raise RunFailed("stack %r: unexpected error: %s" % (params["name"], e),
                         dict(exception=traceback.format_exc(), api_requests=dict(client.counts))) from None
     result = _report(changeset, client, warn)
     if diff:
-        result["diff"] = changeset.diff
+        result["diff"] = readable(changeset.diff)
     return result

@@ -37,9 +37,12 @@ description:
     stack some other stack depends on is applied with O(stacksync.k8s.stack#module:wait=true), so its dependents are
     applied only once it is healthy. A stack whose dependency failed is not applied. Stacks are pruned in the
     reverse order.
-  - Prints a line when each stack starts and when it ends (counts and seconds) and, with O(summary), a table per
-    host at the end. Sets the fact C(stacksync_results) and hands per-stack counts to C(set_stats) (key
-    C(stacksync), per host), which AWX shows as the job's artifacts.
+  - Prints a line when a stack starts writing (what it writes, from which commit) and when it is done (what it did,
+    or its error in one line) and, with O(summary), a table per host at the end. Sets the fact C(stacksync_results)
+    and hands per-stack counts to C(set_stats) (key C(stacksync), per host), which AWX shows as the job's artifacts.
+  - A stack that failed fails the task, with the error as its message. Ansible sets no facts and no stats of a failed
+    task, so the result holds RV(stacksync_results) then (a registered result, or C(ansible_failed_result) in a
+    C(rescue), reads every stack's outcome); role C(stacksync.k8s.sync) sets the fact from it.
 options:
   sources:
     description:
@@ -349,6 +352,15 @@ failed_stacks:
   type: list
   elements: str
   sample: [apps]
+stacksync_results:
+  description:
+    - When a stack failed, the entries of RV(ansible_facts.stacksync_results) (a failed task sets no facts), with
+      C(applied) listing only the objects written (created or configured), as Ansible prints the whole result.
+  returned: when a stack failed
+  type: list
+  elements: dict
+  sample: [{"stack": "apps", "failed": true, "msg": "Kubeconfig file not found: /etc/prod.kubeconfig (check kubeconfig)",
+            "counts": {"created": 0, "configured": 0, "unchanged": 0, "pruned": 0, "skipped": 0}, "pruning": "not run"}]
 ansible_facts:
   description: Facts set by the task.
   returned: success
@@ -359,6 +371,7 @@ ansible_facts:
         - One entry per stack, in apply order, with C(stack), C(repo) (credentials removed), C(version), C(path),
           C(commit), C(state), C(objects), C(depends_on), C(changed), C(failed), C(msg), C(pruning) (V(done),
           V(disabled), V(not run) or V(failed)), C(counts) (created, configured, unchanged, pruned, skipped),
+          C(health) (V(not checked) unless the objects written were waited for, else V(healthy) or V(unhealthy)),
           C(applied), C(pruned), C(skipped), C(unhealthy) (applied objects waited for that are not healthy, with
           C(health) and C(health_reason)), C(warnings) and C(seconds).
       type: list

@@ -12,43 +12,13 @@ module: stack
 short_description: Converge a stack of Kubernetes objects to a desired set (apply, label, prune)
 version_added: 0.1.0
 description:
-  - Takes the whole desired set of a I(stack) (a named group of objects, usually one source of a git repository)
-    and converges the cluster to it in one run, with server-side apply.
-  - Every applied object gets the label C(stacksync.io/stack=<name>), the annotation C(stacksync.io/checksum) (SHA-256
-    of the object's own desired manifest in canonical form, identity included, the stack's own stamps, status and
-    server-set metadata excluded; HMAC-SHA256 with a per-stack key for Secrets, so the annotation cannot confirm a
-    guessed value) and the annotation C(stacksync.io/owner) (a short hash of the stack name and the object's own
-    identity, so a label copied onto another object never makes it the stack's).
-  - Objects the stack owns that are no longer desired are pruned (deleted). An object is pruned only if its label
-    and owner mark say it is the stack's, its identity is not desired, its checksum is not that of any desired
-    manifest, it has no ownerReferences, it does not carry C(stacksync.io/ignore=true), and every apply in the run
-    succeeded. A Namespace (or CRD) is not pruned while it still holds objects that are not pruned with it (judged
-    on discovery read from the API server, never on the cache; an object with owners counts as pruned with it only
-    if its owners are), nor while some API group cannot be discovered.
-  - An object that another stack's record still declares is not deleted but released to that stack (its label and
-    owner mark become the other stack's), with a warning. An object already being deleted (finalizers pending) is
-    reported under RV(terminating), not deleted again and not counted as a change.
-  - A run that would delete more objects than O(max_prune) allows fails before any write, listing them.
-  - Manifests may not declare any stack's state (a record, key or Lease in O(record_namespace) or
-    O(record_namespaces), or an existing object labelled C(stacksync.io/record-of) anywhere).
-  - Deletes are fenced. Each DELETE carries the uid and resourceVersion the plan saw; an object changed
-    since (taken over by another stack, edited) is read again and decided again, never deleted on a stale view.
-    Each is sent only after a write of the stack's Lease that the server accepted at most 6 seconds before (a
-    tenth of the Lease's 60 second duration); a run that lost or outlived its lock stops before deleting.
-  - The stack's record is a ConfigMap C(stacksync-<name>) in O(record_namespace) with the label
-    C(stacksync.io/record-of=<name>), holding the stack checksum, the commit, the group/kinds the stack uses (the
-    only kinds listed when pruning) and the time of the last sync that changed something. The HMAC key for Secret
-    checksums is the Secret C(stacksync-<name>-key) there, and the Lease C(stacksync-<name>) there locks the stack
-    while a run writes.
-  - When the cluster already matches, the run makes no write requests and reports C(changed=false). Whether it
-    matches is decided from field ownership (C(managedFields)), as the API server decides it, never by comparing values
-    the server normalises; fields that people's tools wrote (O(takeover_managers)) are taken over and reverted to git,
-    fields of controllers are left alone. Check mode and C(applied) entries report each drift (field manager and
-    field paths).
-  - "A long run reports its progress while it applies, waits and prunes, at most one line every 5 seconds (the
-    environment variable E(STACKSYNC_PROGRESS_INTERVAL) sets the seconds): for example C(stack web: applied
-    400/1000 objects), with the seconds since the run started. In the controller's process the lines are shown with
-    C(-v); a module process writes them to the managed host's log (syslog or journal)."
+  - Converges the cluster to the whole desired set of a I(stack), a named group of objects (usually one directory of a
+    git repository), in one run with server-side apply. What is desired is created or updated; what the stack owns and
+    no longer declares is pruned (deleted). A run where the cluster already matches writes nothing and reports
+    C(changed=false).
+  - Every object it applies carries the label C(stacksync.io/stack=<name>). Role C(stacksync.k8s.sync) and module
+    M(stacksync.k8s.sources) run it for each source of git repositories; the notes say how it decides what to write
+    and what to prune.
 options:
   name:
     description:
@@ -302,6 +272,42 @@ attributes:
   platform:
     platforms: posix
 notes:
+  - Stamps. Every applied object gets the label C(stacksync.io/stack=<name>), the annotation C(stacksync.io/checksum)
+    (SHA-256 of the object's own desired manifest in canonical form, identity included, the stack's own stamps, status
+    and server-set metadata excluded; HMAC-SHA256 with a per-stack key for Secrets, so the annotation cannot confirm a
+    guessed value) and the annotation C(stacksync.io/owner) (a short hash of the stack name and the object's own
+    identity, so a label copied onto another object never makes it the stack's).
+  - What is pruned. An object is pruned only if its label and owner mark say it is the stack's, its identity is not
+    desired, its checksum is not that of any desired manifest, it has no ownerReferences, it does not carry
+    C(stacksync.io/ignore=true), and every apply in the run succeeded. A Namespace (or CRD) is not pruned while it
+    still holds objects that are not pruned with it (judged on discovery read from the API server, never on the
+    cache; an object with owners counts as pruned with it only if its owners are), nor while some API group cannot be
+    discovered. A run that would delete more objects than O(max_prune) allows fails before any write, listing them.
+  - Objects of other stacks. An object that another stack's record still declares is not deleted but released to
+    that stack (its label and owner mark become the other stack's), with a warning. An object already being deleted
+    (finalizers pending) is reported under RV(terminating), not deleted again and not counted as a change. Manifests
+    may not declare any stack's state (a record, key or Lease in O(record_namespace) or O(record_namespaces), or an
+    existing object labelled C(stacksync.io/record-of) anywhere).
+  - Fenced deletes. Each DELETE carries the uid and resourceVersion the plan saw; an object changed since (taken over
+    by another stack, edited) is read again and decided again, never deleted on a stale view. Each is sent only after
+    a write of the stack's Lease that the server accepted at most a tenth of the Lease's duration before (6 seconds by
+    default); a run that lost or outlived its lock stops before deleting.
+  - The record. The stack's record is a ConfigMap C(stacksync-<name>) in O(record_namespace) with the label
+    C(stacksync.io/record-of=<name>), holding the stack checksum, the commit, the group/kinds the stack uses (the only
+    kinds listed when pruning) and the time of the last sync that changed something. The HMAC key for Secret
+    checksums is the Secret C(stacksync-<name>-key) there, and the Lease C(stacksync-<name>) there locks the stack
+    while a run writes.
+  - Drift. Whether the cluster matches is decided from field ownership (C(managedFields)), as the API server decides
+    it, never by comparing values the server normalises; fields that people's tools wrote (O(takeover_managers)) are
+    taken over and reverted to git, fields of controllers are left alone. Check mode and C(applied) entries report
+    each drift (field manager and field paths).
+  - "Diffs. With C(--diff), each changed object is shown as YAML (both sides, so Ansible prints the changed lines),
+    without the C(stacksync.io/checksum) and C(stacksync.io/owner) annotations, Secret values redacted; a created or
+    pruned object is one line (its whole body with C(-vv))."
+  - "Progress. A long run reports its progress while it applies, waits and prunes, at most one line every 5 seconds
+    (the environment variable E(STACKSYNC_PROGRESS_INTERVAL) sets the seconds): for example C(stack web: applied
+    400/1000 objects), with the seconds since the run started. In the controller's process the lines are shown with
+    C(-v); a module process writes them to the managed host's log (syslog or journal)."
   - Where it runs. Like any module, on the task's host through its connection. When that host is the controller
     itself (connection C(local), no C(become), no C(delegate_to), no C(async), no task C(environment)) and its
     C(ansible_python_interpreter) is the Python running C(ansible-playbook) (as for the implicit C(localhost), or when

@@ -4,8 +4,8 @@
 """The pure part of ``stacksync.k8s.sources``: sources resolved and checked, their order, the results.
 
 No I/O here: the action plugin fetches, renders and runs ``stacksync.k8s.stack``; these functions
-decide what to run in which order and turn the runs' results into ``stacksync_results`` entries, the
-summary printed at the end and the ``set_stats`` data.
+decide what to run in which order and turn the runs' results into ``stacksync_results`` entries
+(what a sync prints and its ``set_stats`` data are in :mod:`.summary`).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,6 +23,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.naming import legacy
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import PASSTHROUGH
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import check_source, repo_subpath, source_stack
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.rename import renamed_dependencies
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.summary import one_line, own_words
 
 SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "namespace", "prune", "state", "vars",
                   "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on",
@@ -57,6 +58,7 @@ def resolve(sources, defaults):
                               % (i + 1, ", ".join(unknown), ", ".join(SOURCE_OPTIONS)))
         entry = dict(base, **dict((k, v) for k, v in source.items() if v is not None))
         resolved.append(_checked(i + 1, entry))
+        resolved[-1]["given"] = sorted(k for k, v in source.items() if v not in (None, "", []))  # for messages
     check_stacks(renamed_dependencies(resolved))
     for entry in resolved:  # each stack reads the records of the others (stack_args), None: the task's default
         entry["sync_record_namespaces"] = [s.get("record_namespace") or None for s in resolved]
@@ -83,6 +85,7 @@ def _checked(number, entry):
     entry["depends_on"] = list(entry["depends_on"] or [])
     entry["own_auth"] = bool(entry.get("kubeconfig") or entry.get("context"))
     entry["repo_label"] = label
+    entry["index"] = number - 1  # where it is in the task's list, for messages
     return entry
 
 
@@ -211,8 +214,7 @@ def next_step(prepared, done):
             continue
         blocked = blocked_by(source, failed)
         if error:
-            return Step("apply", source, commit, resources, None,
-                        "not applied: its source could not be fetched or rendered (the error is in the task's message)")
+            return Step("apply", source, commit, resources, None, "FAILED: %s" % one_line(error))
         if blocked:
             return Step("apply", source, commit, resources, None,
                         "not applied: it depends on %s, which failed" % ", ".join(blocked))
@@ -303,10 +305,11 @@ def _prune_failed(result):
 
 
 def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, seconds=0.0, blocked=None,
-                error=None):
+                error=None, waited=False):
     """The ``stacksync_results`` entry of one stack from its apply and prune results (``None``: not run).
 
     ``error``: the stack's source could not be fetched or rendered (nothing of it was applied).
+    ``waited``: the apply waited until the objects it wrote were healthy (``health`` says what was found).
 
     With ``one_run`` the apply result is a single run that applied and pruned (phase all): it is split so
     the entry reads as with two runs.
@@ -329,7 +332,9 @@ def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, 
     counts["pruned"] = int((prune.get("counts") or {}).get("pruned", 0))
     counts["skipped"] = len(skipped)
     applied = _refs(apply.get("applied"))
-    msg = apply.get("msg", "") if apply_failed else (prune.get("msg", "") if prune_failed else "")
+    unhealthy = [o for o in applied if o.get("health") and o["health"] not in HEALTHY]
+    # the entry names its stack: its message does not again
+    msg = own_words(source["stack"], apply.get("msg", "") if apply_failed else (prune.get("msg", "") if prune_failed else ""))
     if blocked:
         msg = "not applied: it depends on %s, which failed" % ", ".join(blocked)
     if error:
@@ -342,12 +347,20 @@ def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, 
         "failed": apply_failed or prune_failed or bool(blocked) or bool(error), "msg": msg,
         "pruning": _pruning(source, prune, prune_failed),
         "counts": counts, "applied": applied, "pruned": _refs(prune.get("pruned")), "skipped": skipped,
-        "unhealthy": [o for o in applied if o.get("health") and o["health"] not in HEALTHY],
+        "unhealthy": unhealthy, "health": _health(applied, unhealthy, waited and not apply_failed),
         "warnings": _merged(apply.get("warnings"), prune.get("warnings")),
         # one run: its result stands for both phases, so its diff is listed once
         "diff": [d for d in (apply.get("diff"), None if one_run else prune.get("diff")) if d],
         "seconds": round(seconds, 2),
     }
+
+
+def _health(applied, unhealthy, waited):
+    """``not checked`` (nothing written was waited for), ``healthy`` or ``unhealthy``."""
+    if unhealthy:
+        return "unhealthy"
+    checked = waited and any(o.get("action") in ("created", "configured") for o in applied)
+    return "healthy" if checked else "not checked"
 
 
 def _merged(*lists):
@@ -364,89 +377,3 @@ def _pruning(source, prune, prune_failed):
     if not source["prune"] and source["state"] == "present":
         return "disabled"
     return "done" if prune else "not run"
-
-
-def _ref_text(o):
-    ns = o.get("namespace")
-    return "%s %s%s" % (o.get("kind") or "?", (ns + "/") if ns else "", o.get("name") or "?")
-
-
-def _listed(lines, objects, describe, limit=LIST_LIMIT):
-    for o in objects[:limit]:
-        lines.append("  " + describe(o))
-    if len(objects) > limit:
-        lines.append("  ... and %d more" % (len(objects) - limit))
-
-
-COLUMNS = ("stack", "commit", "created", "configured", "unchanged", "pruned", "skipped", "unhealthy", "seconds",
-           "result")
-
-
-def _result(entry):
-    if entry["failed"] and entry["msg"].startswith("not applied"):
-        return entry["msg"]
-    if entry["state"] == "absent":
-        return "FAILED" if entry["failed"] else "deleted"
-    result = "FAILED" if entry["failed"] else "ok"
-    return result if entry["pruning"] == "done" else "%s (pruning %s)" % (result, entry["pruning"])
-
-
-def _row(entry):
-    c = entry["counts"]
-    return (entry["stack"], entry["commit"][:12] or "-", c["created"], c["configured"], c["unchanged"], c["pruned"],
-            c["skipped"], len(entry["unhealthy"]), "%.1f" % entry["seconds"], _result(entry))
-
-
-def table(rows, left=(0, 1)):
-    """``rows`` (tuples of strings, the first the header) as aligned lines; text columns left, numbers right."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    last = len(rows[0]) - 1
-    return [("  ".join(r[i].ljust(widths[i]) if i in left or i == last else r[i].rjust(widths[i])
-                       for i in range(len(r)))).rstrip() for r in rows]
-
-
-def _details(entry):
-    details = []
-    written = [o for o in entry["applied"] if o.get("action") in ("created", "configured")]
-    _listed(details, written, lambda o: "%s %s" % (o.get("action"), _ref_text(o)))
-    _listed(details, entry["pruned"], lambda o: "pruned " + _ref_text(o))
-    _listed(details, entry["skipped"], lambda o: "skipped %s: %s" % (_ref_text(o), o.get("reason") or ""), 10)
-    _listed(details, entry["unhealthy"],
-            lambda o: "unhealthy %s: %s (%s)" % (_ref_text(o), o.get("health"), o.get("health_reason") or ""), 10)
-    # warnings are not repeated here: the task's result carries them, and Ansible prints each once
-    if entry["failed"] and not entry["msg"].startswith("not applied"):
-        details.append("  error: in the task's message")
-    return details
-
-
-def summary_lines(host, entries, check_mode=False):
-    """The summary printed at the end of a sync: a table with one row per stack, then each stack's details."""
-    lines = []
-    if check_mode:
-        lines.append("check mode: nothing was changed, the counts say what a sync would do")
-    lines.extend(table([tuple(c.upper() for c in COLUMNS)] + [tuple(str(v) for v in _row(e)) for e in entries]))
-    for e in entries:
-        details = _details(e)
-        if details:
-            lines.append("%s:" % e["stack"])
-            lines.extend(details)
-    return ["stacksync summary [%s]" % host] + ["  " + line for line in lines]
-
-
-def stats(entries):
-    """Per stack the counts and state, for ``set_stats`` (AWX shows them as the job's artifacts)."""
-    return dict((e["stack"], {
-        "commit": e["commit"], "repo": e["repo"], "path": e["path"], "state": e["state"], "failed": e["failed"],
-        "changed": e["changed"], "pruning": e["pruning"], "counts": e["counts"], "seconds": e["seconds"],
-        "unhealthy": [dict(_ref_keys(o), health=o.get("health"), reason=o.get("health_reason"))
-                      for o in e["unhealthy"]],
-    }) for e in entries)
-
-
-def _ref_keys(o):
-    return dict((k, o.get(k)) for k in ("apiVersion", "kind", "namespace", "name"))
-
-
-def failure_message(entries):
-    """The error of the sync, once: each failed stack's message (a stack blocked by a dependency included)."""
-    return "; ".join("stack %s: %s" % (e["stack"], e["msg"] or "failed") for e in entries if e["failed"])

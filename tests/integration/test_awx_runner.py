@@ -83,7 +83,7 @@ def test_sync_through_ansible_runner_with_awx_kubernetes_credential(tmp_path, ku
     assert cm["metadata"]["labels"]["stacksync.io/stack"] == "awx-apps"
     stats = stats_of(artifacts)
     assert stats["changed"].get("prod", 0) > 0 and not stats["failures"] and not stats["dark"]
-    assert re.search(rf"^  awx-apps +{sha[:12]} +2 +0 +0 +0 +0 +0 +[0-9.]+ +ok$", stdout, re.M), stdout
+    assert re.search(rf"^  awx-apps +{sha[:12]} +2 +0 +0 +0 +0 +not checked +[0-9.]+ +ok$", stdout, re.M), stdout
     # the sync's set_stats data: the job's artifacts in AWX
     (entry,) = stats["artifact_data"]["stacksync"]["prod"].items()
     assert entry[0] == "awx-apps" and entry[1]["commit"] == sha and entry[1]["counts"]["created"] == 2, entry

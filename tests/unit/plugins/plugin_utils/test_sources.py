@@ -134,64 +134,35 @@ def test_one_run_lists_its_diff_once():
 def test_a_blocked_stack_says_which_dependency_failed():
     e = sp.stack_entry(SOURCE, COMMIT, 2, None, None, blocked=["infra"])
     assert e["failed"] and e["msg"] == "not applied: it depends on infra, which failed"
-    assert sp.failure_message([e]) == "stack apps: not applied: it depends on infra, which failed"
 
 
 def test_a_stack_whose_source_failed_carries_the_error():
     e = sp.stack_entry(SOURCE, "", 0, None, None, error="stacksync.k8s.manifests: apps/cm.yaml: not YAML")
     assert e["failed"] and not e["changed"] and e["pruning"] == "not run" and e["commit"] == ""
-    assert sp.failure_message([e]) == "stack apps: stacksync.k8s.manifests: apps/cm.yaml: not YAML"
-    assert sp._result(e) == "FAILED (pruning not run)"
+    assert e["msg"] == "stacksync.k8s.manifests: apps/cm.yaml: not YAML"
 
 
-def test_the_summary_does_not_repeat_the_warnings_ansible_prints():
-    e = sp.stack_entry(SOURCE, COMMIT, 1, {"counts": {"created": 1}, "applied": [cm("a", action="created")],
-                                           "warnings": ["Service default/a belonged to stack 'x'"]}, {"counts": {}})
-    lines = sp.summary_lines("h", [e])
-    assert e["warnings"] == ["Service default/a belonged to stack 'x'"]
-    assert "  apps:" in lines and not [line for line in lines if "belonged to" in line], lines
+def test_health_says_whether_the_written_objects_were_checked():
+    written = {"counts": {"created": 1}, "applied": [cm("a", action="created", health="Healthy")]}
+    unchanged = {"counts": {"unchanged": 1}, "applied": [cm("a", action="unchanged")]}
+    assert sp.stack_entry(SOURCE, COMMIT, 1, written, None, waited=True)["health"] == "healthy"
+    assert sp.stack_entry(SOURCE, COMMIT, 1, written, None)["health"] == "not checked"
+    assert sp.stack_entry(SOURCE, COMMIT, 1, unchanged, None, waited=True)["health"] == "not checked"
+    failed = {"failed": True, "msg": "boom", "counts": {}}
+    assert sp.stack_entry(SOURCE, COMMIT, 1, failed, None, waited=True)["health"] == "not checked"
 
 
 def test_unhealthy_objects_are_listed_with_their_reason():
     apply = {"counts": {}, "applied": [cm("a", action="created", health="Healthy"),
                                        cm("b", action="created", health="Degraded", health_reason="Failed: boom")]}
-    e = sp.stack_entry(SOURCE, COMMIT, 2, apply, {"counts": {"pruned": 0}})
-    assert [o["name"] for o in e["unhealthy"]] == ["b"]
-    stats = sp.stats([e])["apps"]
-    assert stats["unhealthy"] == [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "b",
-                                   "health": "Degraded", "reason": "Failed: boom"}]
-    assert stats["counts"]["created"] == 0 and stats["commit"] == COMMIT
+    e = sp.stack_entry(SOURCE, COMMIT, 2, apply, {"counts": {"pruned": 0}}, waited=True)
+    assert [o["name"] for o in e["unhealthy"]] == ["b"] and e["health"] == "unhealthy"
 
 
-# -- the summary --------------------------------------------------------------------------------------
-def test_summary_table_and_details():
-    written = [cm(f"cm{i:02d}", action="created") for i in range(23)]
-    e1 = sp.stack_entry(SOURCE, COMMIT, 23, {"counts": {"created": 23}, "applied": written}, {"counts": {"pruned": 0}},
-                        seconds=2.0)
-    absent = resolve({"repo": "file:///gone", "stack": "old", "state": "absent"})[0]
-    e2 = sp.stack_entry(absent, "", 0, None, {"counts": {"pruned": 4}, "pruned": [cm("x")]})
-    lines = sp.summary_lines("c1", [e1, e2], check_mode=True)
-    assert lines[0] == "stacksync summary [c1]"
-    assert lines[1] == "  check mode: nothing was changed, the counts say what a sync would do"
-    assert lines[2].split() == [c.upper() for c in sp.COLUMNS]
-    assert lines[3].split() == ["apps", COMMIT[:12], "23", "0", "0", "0", "0", "0", "2.0", "ok"]
-    assert lines[4].split() == ["old", "-", "0", "0", "0", "4", "0", "0", "0.0", "deleted"]
-    # aligned: text columns start, number columns end, where their header does
-    assert lines[2].index("RESULT") == lines[3].index(" ok") + 1 == lines[4].index(" deleted") + 1
-    assert lines[2].index("PRUNED") + len("PRUNED") == lines[4].index(" 4 ") + 2
-    assert lines[5] == "  apps:" and lines[6] == "    created ConfigMap web/cm00"
-    assert lines.count("    ... and 3 more") == 1 and sum(1 for line in lines if "created ConfigMap" in line) == 20
-    assert lines[-2:] == ["  old:", "    pruned ConfigMap web/x"]
-
-
-def test_result_column_says_what_went_wrong():
-    failed = sp.stack_entry(SOURCE, COMMIT, 1, {"failed": True, "msg": "boom", "counts": {}}, None)
-    disabled = sp.stack_entry(dict(SOURCE, prune=False), COMMIT, 1, {"counts": {}}, None)
-    blocked = sp.stack_entry(SOURCE, COMMIT, 1, None, None, blocked=["infra"])
-    results = [sp._result(e) for e in (failed, disabled, blocked)]
-    assert results == ["FAILED (pruning not run)", "ok (pruning disabled)",
-                       "not applied: it depends on infra, which failed"]
-    assert "boom" not in "\n".join(sp.summary_lines("c1", [failed]))  # the error is printed once, by the task
+def test_a_source_remembers_where_it_is_in_the_list_and_what_it_set():
+    a, b = resolve({"repo": "file:///a", "stack": "a"}, {"repo": "file:///b", "kubeconfig": "/k", "context": ""})
+    assert (a["index"], b["index"]) == (0, 1)
+    assert a["given"] == ["repo", "stack"] and b["given"] == ["kubeconfig", "repo"]
 
 
 # -- the stack runs' arguments ------------------------------------------------------------------------
