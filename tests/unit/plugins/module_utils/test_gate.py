@@ -41,8 +41,8 @@ def test_why_not(facts, code):
 
 
 def test_the_messages_say_why():
-    assert decide(apply_errors=2).message == "nothing was pruned because 2 apply(s) failed"
-    assert decide(apply_errors=1, dry_run=True).message == "nothing would be pruned because 1 apply(s) would fail"
+    assert decide(apply_errors=2).message == "nothing was pruned because 2 applies failed"
+    assert decide(apply_errors=1, dry_run=True).message == "nothing would be pruned because an apply would fail"
     assert decide(caller=g.SOURCES, blocked=("a", "b")).message == "not applied: it depends on a, b, which failed"
 
 
