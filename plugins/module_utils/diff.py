@@ -31,7 +31,11 @@ try:
 except ImportError:  # pragma: no cover - a module process without PyYAML shows the diff as JSON text
     HAS_YAML = False
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION, OWNER_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
+    CHECKSUM_ANNOTATION,
+    OWNER_ANNOTATION,
+    RECORD_NAMESPACE_ANNOTATION,
+)
 
 REDACTED = "<redacted>"
 REDACTED_CHANGED = "<redacted, changed>"
@@ -40,8 +44,9 @@ REDACTED_OLD = "<redacted, old value>"
 #: metadata dropped from diffs: noise that changes on every write.
 DIFF_NOISE = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid", "selfLink")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-#: our own annotations, which change with every change of an object: left out of the diffs people read
-OUR_STAMPS = (CHECKSUM_ANNOTATION, OWNER_ANNOTATION)
+#: our own bookkeeping annotations (not what git says, the checksum changes with every change): left out of the
+#: diffs people read
+OUR_STAMPS = (CHECKSUM_ANNOTATION, OWNER_ANNOTATION, RECORD_NAMESPACE_ANNOTATION)
 
 
 def _same_scalar(a, b):

@@ -56,8 +56,6 @@ def test_the_messages_name_the_role_s_variables(outputs):
     assert "set stacksync_recreate_on_immutable or" in outputs["failing-apply"]
 
 
-@pytest.mark.xfail(strict=True, reason="the connection error's own wording is rewritten on another branch "
-                   "(credentials); remove this mark when it is merged")
 def test_a_dead_server_shows_no_urllib3_internals(outputs):
     out = outputs["dead-server"]
     for text in ("urllib3", "HTTPSConnection", "Errno", "ConnectionError"):

@@ -67,7 +67,8 @@ def test_secret_diff_shows_a_changed_key_on_both_sides_with_different_markers():
 def live_deployment(replicas, checksum):
     """A Deployment as the API server sends it: metadata first, its stamps, a status."""
     return {"metadata": {"name": "web", "namespace": "demo", "labels": {"stacksync.io/stack": "demo"},
-                         "annotations": {"stacksync.io/checksum": checksum, "stacksync.io/owner": "8052958187ee"}},
+                         "annotations": {"stacksync.io/checksum": checksum, "stacksync.io/owner": "8052958187ee",
+                                         "stacksync.io/record-namespace": "kube-system"}},
             "spec": {"replicas": replicas, "template": {"spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
             "status": {"replicas": 2}, "apiVersion": "apps/v1", "kind": "Deployment"}
 
@@ -83,6 +84,7 @@ def test_a_changed_object_reads_as_yaml_without_our_stamps():
     changed = [(a, b) for a, b in zip(d["before"].splitlines(), d["after"].splitlines()) if a != b]
     assert changed == [("  replicas: 2", "  replicas: 3")]  # the one line that changed, whatever the key order
     assert "stacksync.io/checksum" not in d["before"] + d["after"] and "annotations" not in d["after"]
+    assert "record-namespace" not in d["before"] + d["after"]
     assert "stacksync.io/stack: demo" in d["after"]  # the stack label is the object's, and stays
 
 
