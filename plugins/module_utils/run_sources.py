@@ -15,7 +15,9 @@ of its apply). They serve two rules:
   (:meth:`RunSources.split`). No flip between them from run to run. A source of the run that could not be rendered
   is listed without objects (``objects: null``): what carries its stack's label stays with it.
 
-An identity is the manifest's group, kind, namespace and name. The namespace of a manifest that names none is the
+A source confined to namespaces or kinds (its ``policy``, the confinement options) claims nothing outside them: a
+tenant that declares a neighbour's object neither keeps it from that neighbour nor saves it from the neighbour's
+prune. An identity is the manifest's group, kind, namespace and name. The namespace of a manifest that names none is the
 other source's ``namespace``, else this run's default: both scopes are matched (an object is namespaced or not by
 its kind, so the wrong one matches nothing).
 """
@@ -24,10 +26,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import compile_policy, object_problem
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, group_of, identity_digest
 
 #: keys of one ``other_sources`` entry
-ENTRY_KEYS = ("stack", "source", "namespace", "earlier", "objects")
+ENTRY_KEYS = ("stack", "source", "namespace", "earlier", "objects", "policy")
 #: why an object is left to a source whose declared set is unknown this run
 NOT_RENDERED = "whose source could not be rendered in this run"
 
@@ -70,8 +73,11 @@ class RunSources:
                 self.unknown[claim.stack] = claim
                 continue
             namespace = entry.get("namespace") or default_namespace
+            policy = compile_policy(entry.get("policy"))
             for obj in entry.get("objects") or []:
-                for oid in _identities(obj, namespace):
+                for oid, namespaced in zip(_identities(obj, namespace), (True, False)):
+                    if object_problem(oid, namespaced, policy):
+                        continue  # outside that source's confinement: it may not have it, so it is no claim
                     claims = self.claims.setdefault(oid, [])
                     if not claims or claims[-1] is not claim:
                         claims.append(claim)

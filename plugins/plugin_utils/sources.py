@@ -256,10 +256,20 @@ def other_sources(prepared, source, params, declarations):
             continue
         if other["state"] != "present":
             continue
-        out.append({"stack": other["stack"], "source": other["source_id"], "earlier": earlier,
-                    "namespace": other["namespace"] or params.get("namespace") or "",
-                    "objects": None if error or resources is None else declarations[other["stack"]]})
+        entry = {"stack": other["stack"], "source": other["source_id"], "earlier": earlier,
+                 "namespace": other["namespace"] or params.get("namespace") or "",
+                 "objects": None if error or resources is None else declarations[other["stack"]]}
+        policy = _policy(other, params)
+        if policy:  # what it declares outside its confinement is no claim: its own run refuses to write it
+            entry["policy"] = policy
+        out.append(entry)
     return out
+
+
+def _policy(source, params):
+    """The confinement options in force for ``source`` (its own, else the task's), only those set."""
+    return dict((k, source[k] if source.get(k) is not None else params.get(k)) for k in POLICY_OPTIONS
+                if source.get(k) is not None or params.get(k) is not None)
 
 
 def stack_args(source, commit, resources, params, phase, wait=False, environ=None, others=None):

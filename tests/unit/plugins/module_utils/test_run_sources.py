@@ -125,3 +125,20 @@ def test_what_a_source_that_did_not_render_owns_stays_with_it():
     # what it does not own is this run's to apply
     assert rs.split([other], snap(others={other.oid: "z"}), "b", "b-src")[0] == [other]
     assert RunSources([{"stack": "a", "objects": None}]).declared(None) is None
+
+
+def test_a_confined_source_claims_nothing_outside_its_confinement():
+    # tenant a (confined to namespace team-a) declares tenant b's ConfigMap and a ClusterRole: no claim on either,
+    # so b applies its own object (a's run refuses a's copy) and b's prune is not held back by a's declaration
+    hostile = dict(entry("a", [["v1", "ConfigMap", "web", "shared"], ["rbac.authorization.k8s.io/v1", "ClusterRole",
+                                                                        "", "reader"]], earlier=True),
+                   policy={"allowed_namespaces": ["team-a"]})
+    rs = RunSources([hostile])
+    d = D(CM)
+    assert rs.split([d], snap(), "b", "b-src") == ([d], [], [])
+    assert rs.declared() is None or identity_digest(CM) not in rs.declared()
+    assert identity_digest(ROLE) not in (rs.declared() or {})
+    # inside its confinement it claims as any source does
+    allowed = RunSources([dict(hostile, policy={"allowed_namespaces": ["web"], "allow_cluster_scoped": True})])
+    assert allowed.split([d], snap(), "b", "b-src")[0] == []
+    assert identity_digest(ROLE) in allowed.declared()

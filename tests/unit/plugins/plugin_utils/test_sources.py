@@ -352,3 +352,13 @@ def test_other_sources_list_what_every_other_present_source_rendered():
     assert [(o["stack"], o["objects"] is None) for o in sp.other_sources(p, srcs[3], {}, declarations)] == [
         ("a", False), ("b", False), ("broken", True)]
     assert [o["stack"] for o in sp.other_sources(p, srcs[2], {}, declarations)] == ["a", "b"]
+
+
+def test_other_sources_carry_each_sources_confinement():
+    srcs = resolve({"repo": "file:///a", "stack": "a", "allowed_namespaces": ["team-a"]}, {"repo": "file:///b", "stack": "b"})
+    p = [(s, "c", [], None) for s in srcs]
+    declarations = {"a": [], "b": []}
+    (of_b,) = sp.other_sources(p, srcs[1], {"denied_kinds": ["Secret"]}, declarations)
+    assert of_b["policy"] == {"allowed_namespaces": ["team-a"], "denied_kinds": ["Secret"]}  # its own, else the task's
+    (of_a,) = sp.other_sources(p, srcs[0], {}, declarations)
+    assert "policy" not in of_a
