@@ -43,7 +43,8 @@ def own_words(stack, msg):
     msg = str(msg or "")
     quoted = "(?:'%s'|\"%s\"|%s)" % ((re.escape(stack),) * 3)
     msg = re.sub(r"^(?:cannot sync )?stack %s: " % quoted, "", msg)
-    return re.sub(r"\bstack %s(?![\w.-])" % quoted, "the stack", msg)
+    # "<source> (stack 'web')" names which source is which: it stays
+    return re.sub(r"(?<!\()\bstack %s(?![\w.-])" % quoted, "the stack", msg)
 
 
 def _counted(counts, keys, check_mode):

@@ -172,7 +172,7 @@ def test_a_stack_belongs_to_its_source(env, kube):
     for args in (("--check",), ()):
         run = sync(tmp_path, inventory, [{"repo": b.url, "stack": stack}], *args)
         assert run.rc != 0, run.tail()
-        assert f"stack '{stack}' belongs to source '{source_id(a.url, '.')}'" in run.stdout, run.tail()
+        assert f"stack {stack}: FAILED after" in run.stdout and f"the stack belongs to source '{source_id(a.url, '.')}'" in run.stdout, run.tail()
         assert f"this run is from source '{source_id(b.url, '.')}'" in run.stdout
         assert f"kubectl -n kube-system patch configmap stacksync-{stack}" in run.stdout
     assert live(client, ns, "cm-a") == x and live(client, ns, "cm-b") is None

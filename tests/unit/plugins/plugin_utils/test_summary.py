@@ -30,6 +30,9 @@ def test_a_message_of_a_stack_does_not_name_the_stack_again():
     assert report.own_words("web", "Service x belonged to stack 'web-old'; stack 'web' takes it over") == \
         "Service x belonged to stack 'web-old'; the stack takes it over"
     assert report.own_words("web", "stack 'webapp' is locked") == "stack 'webapp' is locked"
+    # "<source> (stack 'web')" says which source is which, and stays
+    assert report.own_words("web", "declared by a (stack 'x') and b (stack 'web')") == \
+        "declared by a (stack 'x') and b (stack 'web')"
 
 
 def test_the_task_message_names_each_failed_stack_once_blocked_ones_last():
