@@ -26,7 +26,7 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.rename import rename
 
 SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "namespace", "prune", "state", "vars",
                   "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on",
-                  "trusted", "vault_id", "kustomize_remote", *POLICY_OPTIONS)
+                  "trusted", "vault_id", "kustomize_remote", "prune_grace", *POLICY_OPTIONS)
 SOURCE_DEFAULTS = {"version": "HEAD", "path": ".", "stack": "", "include": [], "exclude": [], "namespace": "",
                    "prune": True, "state": "present", "vars": {}, "depends_on": [],
                    "trusted": False, "vault_id": [], "kustomize_remote": False}
@@ -272,7 +272,8 @@ def stack_args(source, commit, resources, params, phase, wait=False, environ=Non
         for k in HOST_CREDENTIALS:
             args.pop(k, None)
         args.update(own_connection(source, params, environ))
-    for k in ("kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", *POLICY_OPTIONS):
+    for k in ("kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "prune_grace",
+              *POLICY_OPTIONS):
         if source.get(k) not in (None, ""):
             args[k] = source[k]
     if source.get("impersonate_user") == "":  # an empty string turns the host's impersonation off
@@ -342,6 +343,7 @@ def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, 
         "failed": apply_failed or prune_failed or bool(blocked) or bool(error), "msg": msg,
         "pruning": _pruning(source, prune, prune_failed),
         "counts": counts, "applied": applied, "pruned": _refs(prune.get("pruned")), "skipped": skipped,
+        "marked": _refs(prune.get("marked")),  # prune_grace: marked for pruning, with prune_after
         "unhealthy": [o for o in applied if o.get("health") and o["health"] not in HEALTHY],
         "warnings": _merged(apply.get("warnings"), prune.get("warnings")),
         # one run: its result stands for both phases, so its diff is listed once
@@ -410,6 +412,8 @@ def _details(entry):
     written = [o for o in entry["applied"] if o.get("action") in ("created", "configured")]
     _listed(details, written, lambda o: "%s %s" % (o.get("action"), _ref_text(o)))
     _listed(details, entry["pruned"], lambda o: "pruned " + _ref_text(o))
+    _listed(details, entry.get("marked") or [],
+            lambda o: "marked %s: pruned after %s" % (_ref_text(o), o.get("prune_after") or "the prune grace"))
     _listed(details, entry["skipped"], lambda o: "skipped %s: %s" % (_ref_text(o), o.get("reason") or ""), 10)
     _listed(details, entry["unhealthy"],
             lambda o: "unhealthy %s: %s (%s)" % (_ref_text(o), o.get("health"), o.get("health_reason") or ""), 10)
