@@ -159,14 +159,14 @@ def prune_problems(a, prune):
     for oid, _info, obj in prune.candidates:
         row = a.rows["prune"].get(oid)
         if row is None:
-            out.append("%s would be deleted, and the plan does not list its deletion" % oid)
+            out.append("%s would be deleted, and the plan does not list its deletion" % (oid,))
         elif row[0] != _uid(obj):
             out.append("%s is another object than the plan's (uid %s, the plan's %s)" % (oid, _uid(obj), row[0]))
         elif row[2] != fingerprint(obj):
-            out.append("%s changed since the plan (its labels, annotations or owners that decide its prune)" % oid)
+            out.append("%s changed since the plan (its labels, annotations or owners that decide its prune)" % (oid,))
     for oid, _info, obj, _after in prune.marks:
         if not a.listed(oid, _uid(obj)):
-            out.append("%s would be marked for pruning, and the plan does not list it" % oid)
+            out.append("%s would be marked for pruning, and the plan does not list it" % (oid,))
     return out
 
 
