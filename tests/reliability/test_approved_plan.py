@@ -160,3 +160,28 @@ def test_a_stack_not_in_the_plan_or_not_approved(admin, ns, synced):
     _m, cs, error = run(admin, ns, synced, approved_plan=not_approved)
     assert error is None and cs.pruned == [] and uid_of(admin, ns, "c1")  # its applies still go as planned
     assert [r["name"] for r in cs.applied if r["action"] == "configured"] == ["keep"]
+
+
+def test_an_object_changed_in_what_decides_its_prune_during_the_run_is_not_deleted(admin, kube, ns, synced):
+    plan, _w = check(admin, ns, synced)
+    client = H.client_for(kube.kubeconfig)
+    real, edited = client.request, []
+
+    def request(method, path, *args, **kwargs):
+        # just before the run's DELETE of c1, someone changes its checksum annotation: the DELETE's preconditions
+        # fail, the run reads it again, and its fingerprint is no longer the plan's
+        if method == "DELETE" and path.endswith("/configmaps/c1") and not edited:
+            edited.append(path)
+            H.merge_patch(admin, H.oid_of(admin.get(path)), {"metadata": {"annotations": {
+                "stacksync.io/checksum": "sha256:" + "1" * 64}}})
+        return real(method, path, *args, **kwargs)
+
+    client.request = request
+    try:
+        _m, cs, error = run(client, ns, synced, approved_plan=plan)
+    finally:
+        client.close()
+    assert error is None and edited, error
+    assert names(cs.pruned) == sorted(f"c{i}" for i in range(2, 12)) and uid_of(admin, ns, "c1")
+    assert [(r["name"], r["code"], r["reason"]) for r in cs.skipped] == [
+        ("c1", "changed", "changed since the approved plan: not deleted")]
