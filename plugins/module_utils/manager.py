@@ -200,6 +200,8 @@ class StackManager(PruneSteps):
     def _unchanged(self, plan, changeset, fields):
         """The ChangeSet of a run that wrote no object (its stack checksum is the record's)."""
         P.report_plan(plan, changeset, self.opts.applying)
+        if plan.prune is not None:  # what waits for its prune grace, deletions of an approved plan that no longer apply
+            self._report_later(plan.prune, changeset)
         changeset.checksum = fields["checksum"]
         return changeset
 
