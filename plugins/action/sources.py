@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+import os
 import time
 
 from ansible.errors import AnsibleError
@@ -18,9 +20,12 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
+from ansible_collections.stacksync.k8s.plugins.module_utils import approval as A
 from ansible_collections.stacksync.k8s.plugins.module_utils import vocabulary
 from ansible_collections.stacksync.k8s.plugins.module_utils.info import ARGUMENT_SPEC as INFO_SPEC
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, write_plan
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import plans
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import rename as rn
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import summary as report
@@ -52,24 +57,28 @@ class ActionModule(ActionBase):
         try:
             sources = sp.order(sp.resolve(params["sources"], dict(
                 version=params["version"], path=params["path"], prune=params["prune"])))
-        except sp.SourceError as e:
+            self._approved = self._approved_plan(params["approved_plan"], task_vars)
+        except (sp.SourceError, A.PlanError) as e:
             result.update(failed=True, msg=str(e), stacksync_results=[])
             return result
         # who calls (the task variable role stacksync.k8s.sync sets): messages name the options in its words
         caller = self._templar.template(task_vars.get(vocabulary.CALLER_VAR))
         self._caller = caller if caller in vocabulary.CALLERS else "module"
         self._sources = dict((s["stack"], s) for s in sources)
-        entries = self._sync([self._prepare(s, params, task_vars) for s in sources], params, task_vars)
+        self._emitting = bool(self._task.check_mode and (params["emit_plan"] or params["plan_file"]))
+        self._notes = []
+        prepared = [self._prepare(s, params, task_vars) for s in sources]
+        entries = self._sync(prepared, params, task_vars)
         if params["summary"]:
             display.display("\n".join(report.summary_lines(self._host, entries, bool(self._task.check_mode))))
-        return self._result(result, entries)
+        return self._result(result, entries, prepared, params)
 
-    def _result(self, result, entries):
+    def _result(self, result, entries, prepared, params):
         """The task's result: ``stacksync_results`` as a fact (a task that fails sets no facts, so the result
         holds them too: role ``stacksync.k8s.sync`` sets the fact from it whatever happened), the stats, the
         warnings and diffs of every stack; failed, with the error as its message, if a stack failed."""
-        warnings = ["stack %s: %s" % (e["stack"], report.own_words(e["stack"], w)) for e in entries
-                    for w in e["warnings"]]
+        warnings = self._notes + ["stack %s: %s" % (e["stack"], report.own_words(e["stack"], w)) for e in entries
+                                  for w in e["warnings"]]
         if warnings:
             result["warnings"] = warnings
         diffs = [d for e in entries for ds in e.pop("diff") for d in (ds if isinstance(ds, list) else [ds])]
@@ -82,6 +91,8 @@ class ActionModule(ActionBase):
             ansible_stats={"data": {"stacksync": {self._host: report.stats(entries)}}, "per_host": False,
                            "aggregate": True},
         )
+        if self._emitting:
+            self._emit(result, prepared, params)
         failed = [e["stack"] for e in entries if e["failed"]]
         if failed:
             # the message is the error; a failed task's facts and stats are dropped by Ansible, and Ansible prints
@@ -105,8 +116,7 @@ class ActionModule(ActionBase):
         # fetched once per run of this task for every host; a later task (another include of the role, a
         # second play) fetches again, so a play that commits and then syncs sees its commit
         try:
-            co = checkout(source["repo"], source["version"], params["cache_dir"],
-                          token="%s/%s" % (run_token(), self._task._uuid))
+            co = self._checkout(source, params)
         except CheckoutError as e:
             return source, "", None, str(e)
         root = co["dir"]
@@ -123,6 +133,51 @@ class ActionModule(ActionBase):
                    % (self._host, source["stack"], "fetched" if co["fetched"] else "reused", co["commit"][:12],
                       len(resources), time.monotonic() - started))
         return source, co["commit"], resources, None
+
+    def _checkout(self, source, params):
+        """The checkout of ``source``: its version, or the approved plan's commit of its stack (reported if the
+        version now resolves elsewhere)."""
+        token = "%s/%s" % (run_token(), self._task._uuid)
+        co = checkout(source["repo"], source["version"], params["cache_dir"], token=token)
+        commit = plans.pinned(self._approved, source["stack"])
+        if commit and co["commit"] != commit:
+            note = plans.moved_message(source["version"], co["commit"], commit)
+            self._say(source["stack"], note)
+            self._notes.append("stack %s: %s" % (source["stack"], note))
+            co = checkout(source["repo"], commit, params["cache_dir"], token=token)
+        return co
+
+    # -- the run's plan: an approved one it is held to, or the one a check emits (plugin_utils/plans.py) -------------
+
+    def _approved_plan(self, value, task_vars):
+        """The host's part of the approved plan (:class:`.approval.Parsed`), or None; raises PlanError."""
+        if value is None:
+            return None
+        value = plans.approved_value(value, self._host, dict(
+            (k, self._templar.template(v)) for k, v in task_vars.items() if k == plans.artifact_key(self._host)))
+        if isinstance(value, str):
+            try:
+                with open(os.path.expanduser(value), "rb") as f:
+                    value = json.loads(f.read().decode("utf-8"))
+            except (OSError, ValueError) as e:
+                raise A.PlanError("approved_plan %s: %s" % (value, e)) from None
+        parsed = None if value is None else A.parse(value, self._host)
+        if parsed is not None:
+            display.display("stacksync [%s] syncing the approved plan (%d stacks): its commits, and of what it would "
+                            "delete only what the plan lists" % (self._host, len(parsed.stacks)))
+        return parsed
+
+    def _emit(self, result, prepared, params):
+        """The host's plan of a check: returned, written to ``plan_file``, and the host's artifact (set_stats)."""
+        plan = plans.host_plan(self._host, prepared, self._results["apply"], self._results["prune"],
+                               sp.single_run(prepared))
+        result["plan"] = plan
+        result["ansible_stats"]["data"].update(plans.stats(self._host, plan))
+        if params["plan_file"]:
+            try:
+                write_plan(params["plan_file"], plan)
+            except RunFailed as e:
+                result.update(failed=True, msg=e.msg)
 
     def _run_stack(self, args, task_vars, module=STACK, announce=None):
         """The result of a ``stacksync.k8s.stack`` (or ``module``) run of ``args``; ``announce(verb, done, total)`` is
@@ -153,6 +208,8 @@ class ActionModule(ActionBase):
     def _take_overs(self, prepared, params, task_vars):
         """``{legacy name: [source]}``: the legacy stacks this run takes over (:func:`.rename.takes_over`)."""
         out = {}
+        if self._approved is not None:  # the plan lists no deletion of a legacy stack: its take-over waits
+            return out
         for legacy, sources in rn.renames([p[0] for p in prepared if not p[3]]).items():
             read, old = self._record(legacy, sources[0], params, task_vars)
             if not read or not old:
@@ -210,8 +267,8 @@ class ActionModule(ActionBase):
             started = time.monotonic()
             others = sp.other_sources(prepared, step.source, params, declarations)
             wait = step.stage == "apply" and stack in waited
-            res = self._run_stack(sp.stack_args(step.source, step.commit, step.resources, params, step.phase,
-                                                wait=wait, others=others),
+            args = sp.stack_args(step.source, step.commit, step.resources, params, step.phase, wait=wait, others=others)
+            res = self._run_stack(dict(args, **plans.stack_plan_args(self._approved, stack, self._emitting)),
                                   task_vars, announce=self._announcer(step.source, step.commit, step.resources, wait))
             took = time.monotonic() - started
             seconds[stack] = seconds.get(stack, 0.0) + took
@@ -219,6 +276,7 @@ class ActionModule(ActionBase):
             done.setdefault(stack, {})[step.stage] = sp.FAILED if res.get("failed") else sp.DONE
             self._say(stack, report.outcome_line(stack, res, took, step.phase, self._task.check_mode))
             step = sp.next_step(prepared, done)
+        self._results = results
         one_run = sp.single_run(prepared)
         failed = set(s for s, stages in done.items() if stages.get("apply") == sp.FAILED)
         for legacy, sources in take_overs.items() if not failed else ():

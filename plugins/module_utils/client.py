@@ -25,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import contextlib
+import email.utils
 import json
 import random
 import threading
@@ -173,6 +174,10 @@ class KubeClient:
         self._lock = threading.Lock()
         self.counts = {}
         self.sleep = time.sleep
+        # the API server's time: the latest ``Date`` header of its answers (seconds since the epoch), for the prune
+        # grace period (.grace), which never reads the controller's clock
+        self.server_time = None
+        self._date_text = None
 
     # -- accounting -------------------------------------------------------------------------
     def _count(self, method):
@@ -218,6 +223,7 @@ class KubeClient:
                 self._pause(attempt, None)
                 continue
             status = resp.status
+            self._saw_date(resp.headers.get("Date"))
             if status in RETRY_STATUSES and self._may_retry(attempt, started) and not _deterministic(status, resp.data):
                 self._pause(attempt, resp.headers.get("Retry-After"))
                 continue
@@ -232,6 +238,18 @@ class KubeClient:
                 except (ValueError, UnicodeDecodeError):
                     raise ApiError(status, "BadResponse", "response is not JSON", None, method, path) from None
             return (status, decoded) if with_status else decoded
+
+    def _saw_date(self, text):
+        """Keep the latest server time a ``Date`` header says (parsed once per value: it changes once a second)."""
+        if not text or text == self._date_text:
+            return
+        self._date_text = text
+        try:
+            stamp = email.utils.parsedate_to_datetime(text).timestamp()
+        except (TypeError, ValueError, IndexError, AttributeError):
+            return
+        if self.server_time is None or stamp > self.server_time:
+            self.server_time = stamp
 
     def _may_retry(self, attempt, started):
         """Another attempt is allowed: attempts left and the request's retry budget not spent."""

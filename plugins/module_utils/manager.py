@@ -22,19 +22,21 @@ import contextlib
 from ansible_collections.stacksync.k8s.plugins.module_utils import gate
 from ansible_collections.stacksync.k8s.plugins.module_utils import plan as P
 from ansible_collections.stacksync.k8s.plugins.module_utils.apply import Applier, ApplyError, foreign_owned, shared_objects
-from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import RELEASED, ChangeSet
+from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import ChangeSet
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import confine_prune
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
+from ansible_collections.stacksync.k8s.plugins.module_utils.grace import unmarks
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LeaseLock, LockError
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, owned_by, stack_checksum
+from ansible_collections.stacksync.k8s.plugins.module_utils.marks import Marker
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, stack_checksum
 from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Observer
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, StackOptions
 from ansible_collections.stacksync.k8s.plugins.module_utils.pool import RunPool
 from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import PrepareError, prepare, stamp_all
 from ansible_collections.stacksync.k8s.plugins.module_utils.progress import NO_PROGRESS
 from ansible_collections.stacksync.k8s.plugins.module_utils.prune import Pruner
+from ansible_collections.stacksync.k8s.plugins.module_utils.prune_steps import PruneSteps, StackError, needs_facts
 from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
     RecordError,
     StackKey,
@@ -51,17 +53,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.wait import wait_for
 RUN_ERRORS = (ApiError, LockError, RecordError, ApplyError)
 
 
-class StackError(Exception):
-    """The run failed; ``changeset`` holds what was done before the failure (may be None); ``phase`` is ``prune``
-    when the prune gate refused the prune (an empty set, the prune budget) before anything was written."""
-
-    def __init__(self, message, changeset=None, phase=None):
-        super(StackError, self).__init__(message)
-        self.changeset = changeset
-        self.phase = phase
-
-
-class StackManager:
+class StackManager(PruneSteps):
     """Converge one stack. See the module documentation for the meaning of every option."""
 
     def __init__(self, client, stack, discovery=None, opts=None, progress=None, **options):
@@ -82,6 +74,9 @@ class StackManager:
         self.key_store = StackKey(client, self.opts.record_namespace, stack, self.opts.field_manager)
         self.observer = Observer(client, self.discovery, self.record, self.opts, self._map)
         self.pruner = Pruner(client, self.discovery, self.record, self.opts, self._map, self._ensure_lock, self.progress)
+        self.marker = Marker(client, self.opts, self._map, self._ensure_lock)
+        self.grace = self.opts.grace  # the prune grace period of this run (none for state absent)
+        self.last_plan, self.pruning = None, False  # the plan of the last run, and whether it pruned (a check's plan)
 
     # -- helpers ------------------------------------------------------------------------------
     def close(self):
@@ -148,7 +143,7 @@ class StackManager:
         prune facts. A plan that is not final may delete less once they are read (:meth:`finalize`)."""
         keep = len(changeset.warnings)
         plan = self._plan(desired, self.observer.observe(desired, changeset), pruning, changeset)
-        if not plan.deletes:
+        if not needs_facts(plan):
             return plan
         index, changed = self.discovery.fresh()
         if changed:  # the cached index was stale: what it said about scopes and kinds cannot be trusted
@@ -163,9 +158,9 @@ class StackManager:
 
     def finalize(self, desired, plan):
         """The prune plan with its facts: what other stacks declare, what Namespaces / CRDs hold."""
-        if plan.deletes and not plan.final:
+        if needs_facts(plan) and not plan.final:
             declared, contents, kept = self.pruner.facts(plan.prune)
-            plan.prune = confine_prune(self._prune_plan(plan.snap, desired, declared, contents, kept), self.opts.policy)
+            plan.prune = self._prune_plan(plan.snap, desired, declared, contents, kept, final=True)
         plan.final = True
         return plan
 
@@ -178,22 +173,6 @@ class StackManager:
         prune = self._prune_plan(snap, desired) if pruning else None
         return P.Plan(snap, to_apply, unchanged, ignored, prune, yielded)
 
-    def _prune_plan(self, snap, desired, declared=None, contents=None, kept=None):
-        """The prune plan (:func:`.plan.prune_plan`, asked here only): what the run's other sources declare, and
-        the other stacks' records (``declared``, once read), is released or kept, never deleted."""
-        return P.prune_plan(snap.ours, self.stack, set(d.oid for d in desired), set(d.checksum for d in desired),
-                            self.opts.run_sources.declared(declared), contents, kept)
-
-    # -- the prune gate -----------------------------------------------------------------------
-    def _gate(self, facts, desired=(), plan=None):
-        """The gate's decision (:func:`.gate.decide`), its refusal raised (before any write); with a ``plan``, on it
-        and the record it was made on (:func:`.gate.decide_on_plan`)."""
-        decision = gate.decide(facts) if plan is None else gate.decide_on_plan(
-            facts, plan, self.record.data, lambda: self.finalize(desired, plan))
-        if decision.refuse:
-            raise StackError(decision.message, phase=None if decision.blocks_writes else "prune")
-        return decision
-
     def _end_fields(self, desired, plan, remaining, pruned_ok):
         # the owning source is adopted by the first run that has one (see gate.OTHER_SOURCE)
         return record_fields(desired, self.record.group_kinds, plan.snap.unverified, remaining, pruned_ok,
@@ -201,7 +180,7 @@ class StackManager:
 
     def _no_object_fields(self, desired, plan):
         """The record's fields after a run that writes no object (None if it writes one)."""
-        if (plan.to_apply if self.opts.applying else []) or plan.deletes:
+        if (plan.to_apply or unmarks(desired, plan.snap.ours) if self.opts.applying else []) or plan.deletes:
             return None
         return self._end_fields(desired, plan, plan.staying_kinds(self.stack), plan.prune is not None)
 
@@ -222,6 +201,8 @@ class StackManager:
     def _unchanged(self, plan, changeset, fields):
         """The ChangeSet of a run that wrote no object (its stack checksum is the record's)."""
         P.report_plan(plan, changeset, self.opts.applying)
+        if plan.prune is not None:  # what waits for its prune grace, deletions of an approved plan that no longer apply
+            self._report_later(plan.prune, changeset)
         changeset.checksum = fields["checksum"]
         return changeset
 
@@ -245,6 +226,8 @@ class StackManager:
                 self.record.save(group_kinds=widened)
         applier = Applier(self.client, self.discovery, self.opts, self._map, self._ensure_lock, self.progress)
         written = applier.apply_all(to_apply, plan.snap.ours, changeset, dry_run)
+        if self.opts.applying:  # back in git: its prune mark goes
+            self.marker.unmark(unmarks(desired, plan.snap.ours), changeset, dry_run)
         if self.opts.wait and written and not changeset.errors and not dry_run:
             healths = {}
             changeset.errors.extend(wait_for(self.client, written, self.opts.wait_rules, self.opts.wait_timeout,
@@ -264,25 +247,6 @@ class StackManager:
                                                  "; ".join(changeset.errors[:10])), changeset)
         return changeset
 
-    def _prune(self, plan, changeset, dry_run, facts):
-        """``(group/kinds left behind, whether the prune ran)``: as the gate says once the applies are done."""
-        if plan.prune is None:  # the gate said no before planning
-            return set(), False
-        decision = gate.decide(facts.but(plan=plan.prune, final=plan.final, apply_errors=len(changeset.errors)))
-        if not decision.prune:
-            changeset.warn(decision.message)
-            return set(), False
-        remaining, pruned = self.pruner.execute(plan.prune, changeset, dry_run)
-        if not dry_run and any(oid.group_kind in P.KIND_SERVING for oid in pruned):
-            self.discovery.kinds_changed()
-        if self.opts.wait and pruned and not dry_run:
-            self.pruner.wait_gone(plan.prune, pruned, changeset)
-        # what was released is another stack's now: it does not keep this stack's record (state=absent) alive
-        released = set(e.oid for e in changeset.entries if e.action == RELEASED)
-        remaining |= set(oid.group_kind for oid, (_i, obj) in plan.snap.ours.items()
-                         if oid not in pruned and oid not in released and owned_by(obj, self.stack, oid))
-        return remaining, True
-
     # -- public entry points ------------------------------------------------------------------
     def sync(self, resources):
         """Converge the stack to ``resources`` (state=present). Returns a ChangeSet; raises StackError."""
@@ -290,11 +254,13 @@ class StackManager:
         with self._run(cs):
             desired = self.prepare(resources, cs)
             facts = gate.facts_of(self.opts, desired=len(desired))
-            pruning = self._gate(facts).prune  # refused before any request if it needs no plan (an empty set)
+            decision = self._gate(facts)  # refused before any request if it needs no plan (an empty set)
+            pruning, planning = decision.prune, gate.plans_prune(facts, decision)
             first_key = self._load_key(desired, create=False)
             stamp_all(desired, self.stack, first_key)
-            plan = self.plan(desired, cs, pruning, final=self.opts.check_mode)
+            plan = self.last_plan = self.plan(desired, cs, planning, final=self.opts.check_mode)
             self._gate(facts, desired, plan)
+            plan.prune = plan.prune if pruning else None  # planned only to check an approved plan's deletions
             if self.opts.check_mode:
                 return self.execute(desired, plan, cs, dry_run=True, facts=facts)
             fields = self._no_object_fields(desired, plan)  # None if the plan writes an object
@@ -307,8 +273,9 @@ class StackManager:
                 key = self._load_key(desired, create=self.opts.applying)
                 if key != first_key:  # created just now: only keyed (Secret) checksums depend on it
                     stamp_all([d for d in desired if is_secret(d.oid)], self.stack, key)
-                plan = self.plan(desired, cs, pruning)
+                plan = self.plan(desired, cs, planning)
                 self._gate(facts, desired, plan)
+                plan.prune = plan.prune if pruning else None
                 return self.execute(desired, plan, cs, dry_run=False, facts=facts)
 
     def inspect(self, resources=None):
@@ -318,7 +285,8 @@ class StackManager:
             desired = self.prepare(resources, cs) if resources is not None else []
             stamp_all(desired, self.stack, self._load_key(desired, create=False))
             facts = gate.facts_of(self.opts, caller=gate.INFO, desired=len(desired) if resources is not None else None)
-            plan = self.plan(desired, cs, pruning=self._gate(facts).prune)
+            plan = self.last_plan = self.plan(desired, cs, pruning=self._gate(facts).prune)
+            self.pruning = plan.prune is not None
             report = stack_report(plan.snap, desired, plan.prune, self.opts, self.record, resources is not None)
             report["warnings"] = cs.warnings
             return report
@@ -329,7 +297,8 @@ class StackManager:
         with self._run(cs):
             facts = gate.facts_of(self.opts, state="absent")
             pruning = self._gate(facts).prune
-            plan = self.plan([], cs, pruning)
+            self.grace = self.pruner.grace = None  # the stack goes on purpose: no grace period
+            plan = self.last_plan = self.plan([], cs, pruning)
             self._gate(facts, [], plan)
             if not plan.deletes and self.record.data is None:
                 return cs

@@ -164,6 +164,8 @@ class PrunePlan:
         self.release_namespaces = {}  # ObjectId -> record namespace of the stack it is handed to (when known)
         self.holders = []  # candidates that are Namespaces / CRDs: their contents decide
         self.owned = 0  # the stack's live objects (the prune budget's base)
+        # to mark and marked not due (.grace.split), approved deletions that no longer apply (.approval.narrow), server time
+        self.marks, self.waiting, self.notes, self.now = [], [], [], None
 
     @property
     def ids(self):
@@ -314,7 +316,7 @@ class Plan:
 
     @property
     def deletes(self):
-        return bool(self.prune is not None and (self.prune.candidates or self.prune.releases))
+        return bool(self.prune is not None and (self.prune.candidates or self.prune.releases or self.prune.marks))
 
     def staying_kinds(self, stack):
         """Group/kinds of the stack's own live objects the prune plan leaves in place."""

@@ -32,10 +32,12 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
 from ansible_collections.stacksync.k8s.plugins.module_utils.contents import namespace_blockers, namespace_scan_rounds
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import object_diff
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import ResourceInfo
+from ansible_collections.stacksync.k8s.plugins.module_utils.grace import GRACE, due
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import identity_digest
 from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LockError
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, live_api_version, live_identity, owner_mark
 from ansible_collections.stacksync.k8s.plugins.module_utils.observe import LIST_PAGE_SIZE
+from ansible_collections.stacksync.k8s.plugins.module_utils.plan_file import fingerprint
 from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import record_namespaces
 from ansible_collections.stacksync.k8s.plugins.module_utils.progress import NO_PROGRESS, Steps
 from ansible_collections.stacksync.k8s.plugins.module_utils.record import bound_elsewhere, is_unbound, read_records
@@ -64,13 +66,15 @@ class Pruner:
         self.opts = opts
         self.map = map_fn
         self.ensure_lock = ensure_lock
+        self.grace = opts.grace  # the run's prune grace period (None for state absent, see StackManager.delete_all)
 
     # -- facts ----------------------------------------------------------------------------------
     def facts(self, first):
         """``(declared_elsewhere, contents, kept)`` for a first plan (made without them)."""
-        if not first.candidates and not first.releases:
+        later = [(oid, obj) for oid, _i, obj, _a in first.marks + first.waiting]  # prune_grace: may be released too
+        if not first.candidates and not first.releases and not later:
             return {}, {}, {}
-        declared, kept = self.claims([(oid, obj) for oid, _i, obj in first.candidates])
+        declared, kept = self.claims([(oid, obj) for oid, _i, obj in first.candidates] + later)
         going = [(oid, obj) for oid, _i, obj in first.candidates if identity_digest(oid) not in declared and oid not in kept]
         prune_ids = set(oid for oid, _o in going)
         prune_uids = set((obj.get("metadata") or {}).get("uid") for _oid, obj in going)
@@ -277,13 +281,24 @@ class Pruner:
             contents[oid] = self.contents(oid, plan.ids, uids | {(fresh.get("metadata") or {}).get("uid")})
         again = P.prune_plan({oid: (info, fresh)}, stack, desired_ids, checksums, declared, contents, kept)
         if again.candidates:
-            return None, fresh
+            return self._still_due(oid, fresh)
         if again.releases:
             return (RELEASE, ((again.releases[0][3], again.release_namespaces.get(oid)), fresh)), None
         if again.terminating:
             return (TERMINATING, again.terminating[0][3]), None
         reason = again.kept[0][3] if again.kept else P.Reason(P.CHANGED, "no longer to be deleted")
         return (KEPT, P.Reason(reason.code, "changed since the run observed it; not deleted: %s" % reason)), None
+
+    def _still_due(self, oid, fresh):
+        """A changed object still to be deleted: its prune grace (its mark may be gone) and an approved plan (its
+        fingerprint must be the plan's) decide again; ``(outcome, None)`` or ``(None, fresh)`` to delete it."""
+        approved = self.opts.approval
+        if not due(fresh, self.grace, getattr(self.client, "server_time", None)):
+            return (KEPT, P.Reason(GRACE, "changed since the run observed it (its prune mark): not deleted")), None
+        row = approved.rows["prune"].get(oid) if approved is not None else None
+        if approved is not None and (row is None or row[2] != fingerprint(fresh)):
+            return (KEPT, P.Reason(P.CHANGED, "changed since the approved plan: not deleted")), None
+        return None, fresh
 
     def _release(self, oid, info, obj, to, changeset, dry_run):
         """Hand an object we no longer declare to ``to`` = ``(stack, its record namespace or None: ours)``, a

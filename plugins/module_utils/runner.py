@@ -14,6 +14,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
+import tempfile
 import traceback
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
@@ -27,6 +29,8 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import P
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import readable
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
+from ansible_collections.stacksync.k8s.plugins.module_utils.plan import prune_limit
+from ansible_collections.stacksync.k8s.plugins.module_utils.plan_file import document, stack_entry
 from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
 
@@ -79,6 +83,10 @@ ARGUMENT_SPEC = dict(
     discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
     source=dict(type="str"),
     other_sources=dict(type="list", elements="dict"),
+    prune_grace=dict(type="str"),
+    emit_plan=dict(type="bool", default=False),
+    plan_file=dict(type="path"),
+    approved_plan=dict(type="raw"),
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 ARGUMENT_SPEC.update(POLICY_SPEC)
@@ -118,6 +126,52 @@ def read_resources_file(path):
     return resources
 
 
+def read_plan(value):
+    """An approved plan given as a file path: its JSON (what ``plan_file`` writes); any other value as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        with open(os.path.expanduser(value), "rb") as f:
+            return json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError) as e:
+        raise RunFailed("approved_plan %s: %s" % (value, e), {}) from None
+
+
+def write_plan(path, plan):
+    """Write ``plan`` as JSON to ``path`` (whole or not at all: a temporary file renamed)."""
+    path = os.path.expanduser(path)
+    fd, tmp = tempfile.mkstemp(prefix=".plan-", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(plan, f, sort_keys=True, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise RunFailed("plan_file %s: %s" % (path, e), {}) from None
+
+
+def plan_of(manager, opts, params, warn):
+    """The plan of a check (``emit_plan`` / ``plan_file``): a plan document with this stack's entry, written to
+    ``plan_file`` if given; None when no plan was asked for."""
+    if not params.get("emit_plan") or manager.last_plan is None:
+        return None
+    plan = manager.last_plan
+    over = False
+    if plan.prune is not None and manager.pruning and plan.prune.candidates:
+        limit = prune_limit(opts.max_prune, plan.prune.owned)
+        over = len(plan.prune.candidates) > limit
+        if over:
+            warn("stack %r: the plan deletes %d of the stack's %d objects, more than max_prune allows (%d): a run "
+                 "deletes them only with this plan approved" % (opts.stack, len(plan.prune.candidates),
+                                                                plan.prune.owned, limit))
+    doc = document({opts.stack: stack_entry(plan, opts.source, opts.commit, opts.record_namespace, manager.pruning,
+                                            over)})
+    if params.get("plan_file"):
+        write_plan(params["plan_file"], doc)
+    return doc
+
+
 def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, progress=None):
     """Converge the stack described by validated ``params``; its return values.
 
@@ -142,6 +196,8 @@ def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, prog
         params["resources"] = read_resources_file(params["resources_file"])
     if params["concurrency"] < 1:
         raise RunFailed("%s must be at least 1" % option("concurrency"), {})
+    params["approved_plan"] = read_plan(params.get("approved_plan"))
+    params["emit_plan"] = bool(check_mode and (params.get("emit_plan") or params.get("plan_file")))
     try:
         client, context_namespace = build_client(params, maxsize=params["concurrency"])
     except AuthError as e:
@@ -165,4 +221,7 @@ def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, prog
     result = _report(changeset, client, warn)
     if diff:
         result["diff"] = readable(changeset.diff)
+    plan = plan_of(manager, opts, params, warn)
+    if plan is not None:
+        result["plan"] = plan
     return result

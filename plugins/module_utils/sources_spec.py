@@ -15,6 +15,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUME
 PASSTHROUGH = tuple(sorted(set(STACK_SPEC) - {
     "name", "resources", "resources_file", "src", "render", "state", "phase", "prune", "namespace", "commit",
     "source", "other_sources",  # each source's own, set by the sources action
+    "emit_plan", "plan_file", "approved_plan",  # the run's plan: one per host, each stack's part given by the action
 }))
 
 SOURCE_SPEC = dict(
@@ -37,6 +38,7 @@ SOURCE_SPEC = dict(
     impersonate_groups=dict(type="list", elements="str"),
     record_namespace=dict(type="str"),
     depends_on=dict(type="list", elements="str"),
+    prune_grace=dict(type="str"),
     **POLICY_SPEC
 )
 
@@ -52,5 +54,8 @@ ARGUMENT_SPEC = dict(
     prune=dict(type="bool", default=True),
     cache_dir=dict(type="path", default="~/.cache/stacksync"),
     summary=dict(type="bool", default=True),
+    emit_plan=dict(type="bool", default=False),
+    plan_file=dict(type="path"),
+    approved_plan=dict(type="raw"),
 )
 ARGUMENT_SPEC.update((name, _without_default(STACK_SPEC[name])) for name in PASSTHROUGH)

@@ -162,6 +162,10 @@ options:
             a cycle fails the task before anything is fetched or written.
         type: list
         elements: str
+      prune_grace:
+        description: As O(stacksync.k8s.stack#module:prune_grace), for this stack. Defaults to O(prune_grace).
+        type: str
+        version_added: 0.2.0
       allowed_namespaces:
         description:
           - Confine this source's stack to these namespaces (names or globs), as
@@ -209,6 +213,45 @@ options:
     description: Print the summary table at the end.
     type: bool
     default: true
+  prune_grace:
+    description: As O(stacksync.k8s.stack#module:prune_grace), for every stack without its own.
+    type: str
+    version_added: 0.2.0
+  emit_plan:
+    description:
+      - In check mode, emit the B(plan) of the host (RV(plan)) -- for each stack, its source, the commit it syncs and
+        what its run would create, change, delete, mark or leave waiting (see
+        O(stacksync.k8s.stack#module:emit_plan)) -- and hand it to C(set_stats) as the key
+        C(stacksync_plan_<host>) (the inventory name, every character but letters, digits and C(_) as C(_)), which AWX
+        keeps as the job's artifact and passes to the next node of a workflow as an extra variable.
+      - One key per host, because AWX merges the artifacts of job slices key by key; the plans of every host of every
+        slice reach the next node. A stack whose check failed is left out of the plan (and cannot be approved).
+      - Ignored outside check mode.
+    type: bool
+    default: false
+    version_added: 0.2.0
+  plan_file:
+    description: In check mode, also write the host's plan (as with O(emit_plan)) to this file, as JSON. With several
+      hosts, give each its own file (C("plans/{{ inventory_hostname }}.json")).
+    type: path
+    version_added: 0.2.0
+  approved_plan:
+    description:
+      - Hold the run to the plan a check emitted and a person approved. The plan itself, a mapping of host to plan
+        (what the artifacts of a check over several hosts hold), the path of a JSON file O(plan_file) wrote, or
+        V(true) for the plan the check left as this host's artifact (the variable C(stacksync_plan_<host>) AWX passes
+        from the check node).
+      - Each source is checked out at the plan's commit of its stack, whatever its O(sources[].version) resolves to
+        now (a version that moved is said, in the output and as a warning). Each stack is held to its own part of the
+        plan as O(stacksync.k8s.stack#module:approved_plan) says, so a stack whose part is stale (or missing) fails
+        before any write of it while the others apply and prune as approved; deletions over O(max_prune) listed in
+        the plan are made. A plan's C(approved) list (stack names) can leave stacks out, whose deletions are then not
+        approved.
+      - A host the plan has no plan for is refused before anything is done on it (run the check for it, or leave it
+        out with C(--limit)); a plan made for another host, changed after it was made (its digests) or not a plan
+        fails the task before anything is fetched. Stacks named as before 0.2.0 are not taken over during such a run.
+    type: raw
+    version_added: 0.2.0
   allow_cluster_scoped:
     description: As O(stacksync.k8s.stack#module:allow_cluster_scoped), for every stack without its own.
     type: bool
@@ -331,6 +374,18 @@ EXAMPLES = r"""
         stack: apps
         depends_on: [infra]
 
+- name: A check that makes the plan to approve (AWX keeps it as the job's artifact stacksync_plan_<host>)
+  stacksync.k8s.sources:
+    sources: "{{ stacksync_sources }}"
+    emit_plan: true
+    plan_file: "/srv/plans/{{ inventory_hostname }}.json"
+  check_mode: true
+
+- name: The run after the approval, held to that plan (its commits, and exactly its deletions)
+  stacksync.k8s.sources:
+    sources: "{{ stacksync_sources }}"
+    approved_plan: "/srv/plans/{{ inventory_hostname }}.json"
+
 - name: Delete a stack whose repository is gone
   stacksync.k8s.sources:
     sources:
@@ -340,6 +395,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+plan:
+  description:
+    - In check mode with O(emit_plan) or O(plan_file), the host's plan (what O(approved_plan) takes) -- C(format),
+      C(host), C(digest) and C(stacks), each stack's entry as RV(stacksync.k8s.stack#module:plan) describes it, with
+      the source's C(repo) (credentials removed), C(version) and C(path).
+  returned: when a check emits a plan
+  type: dict
 stacks:
   description: The stacks, in the order they were applied.
   returned: always
@@ -372,8 +434,9 @@ ansible_facts:
           C(commit), C(state), C(objects), C(depends_on), C(changed), C(failed), C(msg), C(pruning) (V(done),
           V(disabled), V(not run) or V(failed)), C(counts) (created, configured, unchanged, pruned, skipped),
           C(health) (V(not checked) unless the objects written were waited for, else V(healthy) or V(unhealthy)),
-          C(applied), C(pruned), C(skipped), C(unhealthy) (applied objects waited for that are not healthy, with
-          C(health) and C(health_reason)), C(warnings) and C(seconds).
+          C(applied), C(pruned), C(skipped), C(marked) (marked for pruning, with C(prune_after); see
+          O(prune_grace)), C(unhealthy) (applied objects waited for that are not healthy, with C(health) and
+          C(health_reason)), C(warnings) and C(seconds).
       type: list
       elements: dict
       sample: [{"stack": "apps", "commit": "4f1c0e9a1b2c3d4e5f60718293a4b5c6d7e8f901", "counts": {"created": 2,

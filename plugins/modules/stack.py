@@ -213,8 +213,28 @@ options:
         same way. Raise it for that one run when the deletions are intended.
       - Default (not set) is half the stack's objects, and never fewer than 10 objects.
       - Not applied with O(state=absent), nor to an empty desired set with O(allow_empty=true), which both delete the
-        whole stack on purpose.
+        whole stack on purpose, nor to the deletions of an O(approved_plan) (approved over the budget on purpose).
+      - With O(prune_grace), an object counts in the run that deletes it, not in the one that marks it.
     type: str
+  approved_plan:
+    description:
+      - Hold the run to a plan a check made (O(emit_plan) / O(plan_file)) and a person approved. The plan itself (the
+        mapping RV(plan) returned), or the path of the JSON file O(plan_file) wrote.
+      - The run recomputes everything and does only what the plan says. It fails B(before any write), saying what
+        differs, when it would delete or mark an object the plan does not list, when an object it would delete is
+        another one than the plan's (another uid) or changed since in what decides its prune (its decision
+        fingerprint), when the objects to apply changed since (other objects, or other fields the apply would write
+        back), when its O(commit) or O(source) is not the plan's, or when the plan has no entry for the stack. A status
+        update or a controller's bump of C(resourceVersion) changes none of that.
+      - A deletion of the plan that no longer applies (the object is gone, declared again, or now kept for a reason
+        of its own) is skipped and reported (RV(skipped_objects), code V(plan-skipped), and a warning); an object
+        the plan lists only as marked or waiting for its prune grace is not deleted (code V(not-approved)).
+      - So a plan only narrows a run, and whoever supplies one cannot make it delete anything it would not delete on
+        its own; its digests (sha256) refuse a plan changed or cut short by accident, before any request. The plan's
+        deletions may exceed O(max_prune), which is what approving them is for.
+      - A plan whose C(approved) list (a list of stack names) leaves the stack out approves none of its deletions;
+        the run applies as the plan says and prunes nothing.
+    type: raw
   source:
     description:
       - The source the stack comes from (an opaque identity, for example the normalised repository URL and path);
@@ -244,6 +264,7 @@ extends_documentation_fragment:
   - stacksync.k8s.k8s_auth
   - stacksync.k8s.render
   - stacksync.k8s.discovery_cache
+  - stacksync.k8s.plan
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
@@ -352,6 +373,27 @@ EXAMPLES = r"""
     phase: prune
   loop: "{{ sources }}"
 
+- name: Check, and keep the plan of what a sync would do
+  stacksync.k8s.stack:
+    name: apps
+    src: "{{ checkout_dir }}/apps"
+    commit: "{{ checkout.after }}"
+    plan_file: /srv/plans/apps.json
+  check_mode: true
+
+- name: Later, once a person read and approved it, sync exactly that
+  stacksync.k8s.stack:
+    name: apps
+    src: "{{ checkout_dir }}/apps"
+    commit: "{{ checkout.after }}"
+    approved_plan: /srv/plans/apps.json
+
+- name: Mark what left git and delete it a day later (unless it comes back)
+  stacksync.k8s.stack:
+    name: apps
+    src: "{{ checkout_dir }}/apps"
+    prune_grace: 1d
+
 - name: Remove a stack and everything it owns
   stacksync.k8s.stack:
     name: old-apps
@@ -385,8 +427,10 @@ skipped_objects:
       V(contents-unknown), V(delete-refused), V(release-refused), V(records-unreadable) -- the credentials may not
       read the records that would prove nobody else declares it --, V(record-unknown) -- applied before objects named
       their record namespace, while a stack of the same name keeps its record elsewhere,
-      V(declared-twice) -- another source of the run declares it too and keeps it) and the C(phase) (V(apply) or
-      V(prune)). An object that changed after the run observed it keeps the code of the rule that spares it now (for
+      V(declared-twice) -- another source of the run declares it too and keeps it --, V(grace) -- marked for pruning,
+      waiting for O(prune_grace) to pass, with C(prune_after) --, V(plan-skipped) -- a deletion of the O(approved_plan)
+      that no longer applies --, V(not-approved) -- the O(approved_plan) lists it only as marked) and the C(phase)
+      (V(apply) or V(prune)). An object that changed after the run observed it keeps the code of the rule that spares it now (for
       example V(not-owned) once another stack took it over; V(other-record) for a stack of the same name).
     - Not called C(skipped), which Ansible reads as "the task was skipped".
   returned: always
@@ -416,6 +460,36 @@ released:
   type: list
   elements: dict
   sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "shared", "stack": "other"}]
+marked:
+  description:
+    - With O(prune_grace), objects that left git and were marked for pruning by this run (in check mode, would be),
+      each with C(prune_after), when a run may delete it (the server's time, or null when it is not known yet).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "old",
+            "prune_after": "2026-05-02T10:00:01Z"}]
+unmarked:
+  description: With O(prune_grace), objects back in git whose prune mark this run removed (in check mode, would remove).
+  returned: always
+  type: list
+  elements: dict
+plan:
+  description:
+    - In check mode with O(emit_plan) or O(plan_file), the plan of the run (what O(approved_plan) takes).
+    - C(format) (V(stacksync.k8s/plan/v1)), C(host) (set by C(stacksync.k8s.sources)), C(digest) (sha256 of the
+      stacks' digests), C(stacks) with this stack's entry -- C(source), C(commit), C(record_namespace), C(apply) (the
+      numbers to C(create) and C(change), and a C(digest) of them), C(prune), C(mark), C(wait) (objects by
+      C("<apiVersion> <Kind>") and namespace, each V([name, uid, resourceVersion, fingerprint]), with the time to prune
+      after for C(mark) and C(wait)), C(over_budget) when the deletions exceed O(max_prune), and its own C(digest).
+    - About 85 bytes per object to delete or mark (850 KB for 10,000); creates and changes only count.
+  returned: when a check emits a plan
+  type: dict
+  sample: {"format": "stacksync.k8s/plan/v1", "host": null, "digest": "sha256:5e0c...", "stacks": {"apps": {
+           "source": null, "commit": "3f2a...", "record_namespace": "kube-system",
+           "apply": {"create": 1, "change": 0, "digest": "sha256:9b1d..."},
+           "prune": {"v1 ConfigMap": {"web": [["old", "6f1c0d2e-...", "48213", "a4a398bbedac"]]}},
+           "mark": {}, "wait": {}, "digest": "sha256:0c77..."}}}
 checksum:
   description: Checksum of the whole stack (aggregate of the per-object C(stacksync.io/checksum) annotations).
   returned: success
@@ -425,10 +499,12 @@ counts:
   description: Number of objects per outcome.
   returned: always
   type: dict
-  sample: {"created": 1, "configured": 2, "unchanged": 10, "pruned": 1, "skipped": 0, "terminating": 0, "released": 0}
+  sample: {"created": 1, "configured": 2, "unchanged": 10, "pruned": 1, "skipped": 0, "terminating": 0, "released": 0,
+           "marked": 0, "unmarked": 0}
 failed_phase:
   description: V(prune) when the run failed because the prune was refused before any write (an empty desired set
-    without O(allow_empty), or more deletions than O(max_prune) allows).
+    without O(allow_empty), or more deletions than O(max_prune) allows). A run an O(approved_plan) refuses fails
+    before any write too, without C(failed_phase) (it applies nothing either).
   returned: when the run failed that way
   type: str
   sample: prune

@@ -27,14 +27,13 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.summary import one_l
 
 SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "namespace", "prune", "state", "vars",
                   "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on",
-                  "trusted", "vault_id", "kustomize_remote", *POLICY_OPTIONS)
+                  "trusted", "vault_id", "kustomize_remote", "prune_grace", *POLICY_OPTIONS)
 SOURCE_DEFAULTS = {"version": "HEAD", "path": ".", "stack": "", "include": [], "exclude": [], "namespace": "",
                    "prune": True, "state": "present", "vars": {}, "depends_on": [],
                    "trusted": False, "vault_id": [], "kustomize_remote": False}
 #: the job's connection settings, none of which a source with its own kubeconfig or context gets (nor the
 #: K8S_AUTH_* environment: its stack runs with k8s_auth_env false); only request_timeout is not a credential
 HOST_CREDENTIALS = tuple(sorted(set(AUTH_ARG_SPEC) - {"request_timeout"}))
-LIST_LIMIT = 20  # objects listed per stack and kind of outcome in the summary
 HEALTHY = (hs.HEALTHY, hs.CURRENT)  # health as stack_info / wait report it
 
 
@@ -284,7 +283,8 @@ def stack_args(source, commit, resources, params, phase, wait=False, environ=Non
         for k in HOST_CREDENTIALS:
             args.pop(k, None)
         args.update(own_connection(source, params, environ))
-    for k in ("kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", *POLICY_OPTIONS):
+    for k in ("kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "prune_grace",
+              *POLICY_OPTIONS):
         if source.get(k) not in (None, ""):
             args[k] = source[k]
     if source.get("impersonate_user") == "":  # an empty string turns the host's impersonation off
@@ -357,6 +357,7 @@ def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, 
         "failed": apply_failed or prune_failed or bool(blocked) or bool(error), "msg": msg,
         "pruning": _pruning(source, prune, prune_failed),
         "counts": counts, "applied": applied, "pruned": _refs(prune.get("pruned")), "skipped": skipped,
+        "marked": _refs(prune.get("marked")),  # prune_grace: marked for pruning, with prune_after
         "unhealthy": unhealthy, "health": _health(applied, unhealthy, waited and not apply_failed),
         "warnings": _merged(apply.get("warnings"), prune.get("warnings")),
         # one run: its result stands for both phases, so its diff is listed once

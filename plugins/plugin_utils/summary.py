@@ -145,6 +145,8 @@ def _details(entry):
     written = [o for o in entry["applied"] if o.get("action") in ("created", "configured")]
     _listed(details, written, lambda o: "%s %s" % (o.get("action"), _ref_text(o)))
     _listed(details, entry["pruned"], lambda o: "pruned " + _ref_text(o))
+    _listed(details, entry.get("marked") or [],
+            lambda o: "marked %s: pruned after %s" % (_ref_text(o), o.get("prune_after") or "the prune grace"))
     _listed(details, entry["skipped"], lambda o: "skipped %s: %s" % (_ref_text(o), o.get("reason") or ""), 10)
     _listed(details, entry["unhealthy"],
             lambda o: "unhealthy %s: %s (%s)" % (_ref_text(o), o.get("health"), o.get("health_reason") or ""), 10)

@@ -135,3 +135,89 @@ def test_every_rule_answers_only_from_its_own_facts():
     # with every fact absent, no rule answers: one more rule (and fact) never changes the others' answers
     for rule in g.RULES:
         assert rule(g.Facts()) is None, rule.__name__
+
+
+# -- issue 29: an approved plan, the prune grace period --------------------------------------------------------
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def snapped(candidates, owned=None, final=True):
+    """A plan of ``candidates`` ConfigMaps (live objects with uids), on a snapshot."""
+    from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Snapshot
+
+    out = plan(0, owned if owned is not None else candidates, final)
+    out.snap = Snapshot()
+    for i in range(candidates):
+        oid = ObjectId("", "ConfigMap", "web", f"c{i}")
+        obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": oid.name, "namespace": "web", "uid": f"u{i}"}}
+        out.prune.candidates.append((oid, None, obj))
+        out.snap.ours[oid] = (None, obj)
+    return out
+
+
+def approval_of(made, approved=None, source=None, commit=COMMIT):
+    from ansible_collections.stacksync.k8s.plugins.module_utils import approval as A
+    from ansible_collections.stacksync.k8s.plugins.module_utils import plan_file as pf
+
+    doc = pf.document({"apps": pf.stack_entry(made, source, commit)}, "h")
+    if approved is not None:
+        doc["approved"] = approved
+    return A.for_stack(A.parse(doc, "h"), "apps")
+
+
+def test_a_stale_approved_plan_refuses_the_run_writes_included():
+    approved = approval_of(snapped(2))
+    facts = g.Facts(stack="apps", desired=3, approved=approved, commit=COMMIT, budget_override=True)
+    assert g.decide_on_plan(facts, snapped(2), None, None).prune  # what the plan says: it prunes
+    # another commit: refused at once, before anything is planned
+    d = decide(desired=3, approved=approved, commit="f" * 40)
+    assert d.code == g.PLAN_STALE and d.refuse and d.blocks_writes and not d.provisional
+    assert "the plan's commit is {}, this run syncs {}".format(COMMIT, "f" * 40) in d.message
+    # a third deletion the plan does not list: refused on the plan, before any write
+    d = g.decide_on_plan(facts, snapped(3), None, None)
+    assert d.code == g.PLAN_STALE and d.blocks_writes
+    assert "ConfigMap web/c2 would be deleted, and the plan does not list its deletion" in d.message
+
+
+def test_a_stale_plan_made_without_the_prune_facts_is_decided_again_with_them():
+    facts = g.Facts(stack="apps", desired=3, approved=approval_of(snapped(2)), commit=COMMIT, budget_override=True)
+    finalized = []
+
+    def finalize():
+        finalized.append(True)
+        return snapped(2)  # the facts take the third candidate away (another stack declares it)
+
+    assert g.decide_on_plan(facts, snapped(3, final=False), None, finalize).prune and finalized
+
+
+def test_a_stack_whose_deletions_are_not_approved_prunes_nothing_and_the_plan_lifts_the_budget():
+    made = snapped(12, owned=12)  # 12 of 12: over the default budget
+    facts = g.Facts(stack="apps", desired=0, allow_empty=False, commit=COMMIT)
+    refused = approval_of(made, approved=[])
+    d = g.decide(facts.but(approved=refused, plan=made.prune, final=True))
+    assert d.code == g.NOT_APPROVED and not d.refuse and not d.prune
+    approved = approval_of(made)
+    ok = facts.but(desired=1, approved=approved, budget_override=True)
+    assert g.decide(ok.but(plan=made.prune, final=True)).prune  # approved: the budget does not refuse it
+    assert g.decide(ok.but(budget_override=None, plan=made.prune, final=True)).code == g.OVER_BUDGET
+    # a check that emits a plan lists what is over the budget instead of refusing it (a run needs the plan approved)
+    assert g.decide(g.Facts(stack="apps", desired=1, plan=made.prune, final=True, dry_run=True, emit_plan=True)).prune
+    assert g.decide(g.Facts(stack="apps", desired=1, plan=made.prune, final=True, dry_run=True)).code == g.OVER_BUDGET
+
+
+def test_phase_apply_plans_the_prune_only_to_check_an_approved_plan():
+    f = g.Facts(stack="apps", phase="apply", approved=approval_of(snapped(1)), commit=COMMIT)
+    d = g.decide(f)
+    assert d.code == g.PHASE_APPLY and g.plans_prune(f, d)
+    assert not g.plans_prune(f.but(approved=None), d) and not g.plans_prune(f.but(prune=False), g.decide(f.but(prune=False)))
+    assert not g.plans_prune(f.but(approved=approval_of(snapped(1), approved=[])), d)
+
+
+def test_without_the_servers_time_a_grace_period_deletes_and_marks_nothing():
+    made = snapped(0)
+    made.prune.waiting.append((ObjectId("", "ConfigMap", "web", "w"), None, {}, None))
+    d = decide(desired=1, grace=30, plan=made.prune, final=True)
+    assert d.code == g.NO_SERVER_TIME and not d.prune and not d.refuse and "Date header" in d.message
+    made.prune.now = 1.0
+    assert decide(desired=1, grace=30, plan=made.prune, final=True).prune
