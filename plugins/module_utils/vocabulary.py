@@ -24,11 +24,11 @@ import contextlib
 #: the options of module stacksync.k8s.sources that role stacksync.k8s.sync sets from a variable
 #: ``stacksync_<option>`` (tests/unit checks this list against the role's meta/argument_specs.yml)
 ROLE_OPTIONS = (
-    "allow_empty", "api_key", "ca_cert", "cache_dir", "client_cert", "client_key", "concurrency", "context",
-    "discovery_cache_dir", "fail_on_shared", "field_manager", "force_conflicts", "host", "impersonate_groups",
-    "impersonate_user", "kubeconfig", "max_prune", "path", "propagation_policy", "proxy", "prune",
-    "record_namespace", "recreate_on_immutable", "request_timeout", "sources", "summary", "takeover_managers",
-    "validate_certs", "version", "wait", "wait_timeout",
+    "allow_empty", "api_key", "approved_plan", "ca_cert", "cache_dir", "client_cert", "client_key", "concurrency",
+    "context", "discovery_cache_dir", "emit_plan", "fail_on_shared", "field_manager", "force_conflicts", "host",
+    "impersonate_groups", "impersonate_user", "kubeconfig", "max_prune", "path", "plan_file", "propagation_policy",
+    "proxy", "prune", "prune_grace", "record_namespace", "recreate_on_immutable", "request_timeout", "sources",
+    "summary", "takeover_managers", "validate_certs", "version", "wait", "wait_timeout",
 )
 #: options of a source that the shorthand of the role (``stacksync_repo``) sets from a variable of its own
 SHORTHAND = {"repo": "stacksync_repo", "stack": "stacksync_stack", "version": "stacksync_version",
@@ -41,7 +41,9 @@ CALLER_VAR = "__stacksync_caller"
 #: the options of a source that a stack run gets as options of its own (the rest come from the task)
 SOURCE_TO_STACK = {"kubeconfig": "kubeconfig", "context": "context", "impersonate_user": "impersonate_user",
                    "impersonate_groups": "impersonate_groups", "record_namespace": "record_namespace",
-                   "namespace": "namespace", "stack": "name"}
+                   "namespace": "namespace", "stack": "name", "prune_grace": "prune_grace",
+                   "allowed_namespaces": "allowed_namespaces", "allowed_kinds": "allowed_kinds",
+                   "denied_kinds": "denied_kinds", "allow_cluster_scoped": "allow_cluster_scoped"}
 
 _names = {}
 
