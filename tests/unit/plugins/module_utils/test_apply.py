@@ -234,3 +234,15 @@ def test_api_messages_about_a_secret_drop_its_values():
     assert "hunter2" not in a.api_message(d, 'Invalid value: "hunter2"')
     cm = SimpleNamespace(oid=ObjectId("", "ConfigMap", "ns", "c"), manifest={"data": {"k": "hunter2"}})
     assert a.api_message(cm, 'Invalid value: "hunter2"') == 'Invalid value: "hunter2"'
+
+
+def test_a_field_a_person_added_to_one_of_our_objects_is_taken_over_and_removed(sim_client):
+    ns, stack = unique("a-edit"), unique("s")
+    apply_run(sim_client, stack, [namespace(ns), configmap("c", ns, k="git")])
+    sim_client.request("PATCH", cm_path(ns, "c"), params={"fieldManager": "kubectl-edit"},
+                       body={"data": {"added": "by hand"}}, content_type="application/merge-patch+json")
+    cs, _written = apply_run(sim_client, stack, [namespace(ns), configmap("c", ns, k="git")])
+    assert [(e.action, e.oid.name) for e in cs.entries] == [("configured", "c")]
+    assert [d["manager"] for d in cs.entries[0].extra["drift"]] == ["kubectl-edit"]  # what the apply took over
+    obj = live(sim_client, cm_path(ns, "c"))
+    assert obj["data"] == {"k": "git"} and [e["manager"] for e in obj["metadata"]["managedFields"]] == ["stacksync"]
