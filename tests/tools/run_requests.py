@@ -1,11 +1,12 @@
 """The API requests of one sync through the playbook, counted from the simulator's request log (issue 31's figure).
 
-    .venv/bin/python -m tests.tools.run_requests [--objects 4] [-v]
+    .venv/bin/python -m tests.tools.run_requests [--objects 4 | --kinds] [--derived-name] [-v]
 
 ``ansible-playbook stacksync.k8s.sync`` (role stacksync.k8s.sync: the sources action, an in-process stack run)
-syncs a local git repository of a Namespace and ``--objects - 1`` ConfigMaps into a fresh in-process simulator,
-then again with nothing changed (the no-op). For each run: the requests, the writes, and the *repeated reads*: GETs
-whose method, path and query the same run sent before (read again, e.g. the second observation under the Lease).
+syncs a local git repository of a Namespace and ``--objects - 1`` ConfigMaps (``--kinds``: a Namespace, a ConfigMap,
+a ServiceAccount and a Service) into a fresh in-process simulator, then again with nothing changed (the no-op).
+For each run: the requests, the writes, and the *repeated reads*: GETs whose method, path and query the same run
+sent before (read again, e.g. the second observation under the Lease).
 ``-v`` lists every request.
 """
 
@@ -46,6 +47,11 @@ def figures(log):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--objects", type=int, default=4)
+    parser.add_argument("--derived-name", action="store_true",
+                        help="no stacksync_stack: the stack is named after the repository and path, and the sources "
+                             "action first reads the record of its name before 0.2.0 (plugin_utils/rename.py)")
+    parser.add_argument("--kinds", action="store_true", help="a Namespace, a ConfigMap, a ServiceAccount and a Service "
+                                                               "(one kind each; --objects is ignored)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     from tests.kubesim import Simulator
@@ -54,7 +60,14 @@ def main(argv=None):
         tmp = Path(tmp)
         repo = GitRepo(tmp / "repo")
         repo.write("apps/namespace.yaml", namespace("figures"))
-        for i in range(args.objects - 1):
+        if args.kinds:
+            args.objects = 4
+            repo.write("apps/cm.yaml", configmap("cm", "figures", {"k": "v"}))
+            repo.write("apps/sa.yaml", {"apiVersion": "v1", "kind": "ServiceAccount",
+                                        "metadata": {"name": "robot", "namespace": "figures"}})
+            repo.write("apps/svc.yaml", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "figures"},
+                                         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+        for i in range(0 if args.kinds else args.objects - 1):
             repo.write(f"apps/cm-{i}.yaml", configmap(f"cm-{i}", "figures", {"k": str(i)}))
         repo.commit("the stack")
         inventory = tmp / "inventory.yml"
@@ -63,6 +76,8 @@ def main(argv=None):
         variables = {"stacksync_repo": repo.url, "stacksync_path": "apps", "stacksync_stack": "figures",
                      "stacksync_kubeconfig": sim.kubeconfig_path, "stacksync_cache_dir": str(tmp / "cache"),
                      "stacksync_discovery_cache_dir": str(tmp / "discovery")}
+        if args.derived_name:
+            del variables["stacksync_stack"]
         for label in ("first sync", "no-op"):
             sim.reset_counters()
             sync(inventory, variables)
