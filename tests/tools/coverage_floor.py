@@ -20,7 +20,8 @@ FLOOR = 80.0
 
 def modules(root=REPO):
     """The modules the floor applies to, as paths relative to the collection root (``plugins/module_utils/x.py``)."""
-    return sorted(f"{d}/{p.name}" for d in DIRECTORIES for p in (root / d).glob("*.py") if p.name != "__init__.py")
+    return sorted(p.relative_to(root).as_posix() for d in DIRECTORIES for p in (root / d).rglob("*.py")
+                  if p.name != "__init__.py")  # subpackages included
 
 
 def percents(report):
