@@ -24,11 +24,13 @@ from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.common.validation import check_type_bool
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
+from ansible.release import __version__ as CORE_VERSION
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import credential_values, safe_params
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import (
+    discovery_modes,
     effective_interpreter,
     interpreter_reason,
     task_reasons,
@@ -219,7 +221,7 @@ class StackAction(ActionBase):
         interpreter, how = effective_interpreter(
             configured, origin, discovered=facts.get(DISCOVERED_FACT),
             remote_is_local=bool(getattr(self._connection, "_remote_is_local", False)),
-            playbook_python=task_vars.get("ansible_playbook_python"))
+            playbook_python=task_vars.get("ansible_playbook_python"), modes=discovery_modes(CORE_VERSION))
         if interpreter is None:
             mode = (configured or "auto").strip() or "auto"
             interpreter = discover_interpreter(action=self, interpreter_name="python", discovery_mode=mode,

@@ -216,3 +216,15 @@ def test_read_resources_file(tmp_path):
         assert e.value.msg.startswith(f"resources_file {path}: ") and message in e.value.msg
     with pytest.raises(RunFailed, match="No such file"):
         read_resources_file(str(tmp_path / "missing.json"))
+
+
+@pytest.mark.parametrize("version, legacy", [("2.16.19", True), ("2.20.10", True), ("2.21.5", False),
+                                             ("2.21.0.dev0", False), ("3.0.0", False), ("devel", False)])
+def test_the_auto_legacy_modes_ask_for_discovery_until_ansible_core_removed_them(version, legacy):
+    from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import discovery_modes
+
+    modes = discovery_modes(version)
+    assert {"auto", "auto_silent"} <= set(modes) and ("auto_legacy" in modes) is legacy
+    interpreter, how = effective_interpreter("auto_legacy", "var: ansible_python_interpreter", discovered=PY, modes=modes)
+    # ansible-core 2.21 takes the value as an interpreter's path (a module process, as before: not the controller's)
+    assert (interpreter, how.startswith("interpreter discovery")) == ((PY, True) if legacy else ("auto_legacy", False))
