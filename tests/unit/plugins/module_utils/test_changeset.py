@@ -46,7 +46,7 @@ def test_the_result_groups_entries_and_counts_them():
     assert [o["name"] for o in result["skipped_objects"]] == ["kept"]  # never "skipped": Ansible reads that key
     assert "skipped" not in result and result["terminating"] == [] and result["released"] == []
     assert result["counts"] == {"created": 0, "configured": 1, "unchanged": 1, "pruned": 1, "skipped": 1,
-                                "terminating": 0, "released": 0}
+                                "terminating": 0, "released": 0, "marked": 0, "unmarked": 0}
 
 
 def test_a_release_changes_the_cluster_and_a_skip_does_not():

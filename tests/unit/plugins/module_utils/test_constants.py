@@ -15,7 +15,7 @@ KEYS = sorted(v for n, v in vars(K).items() if n.endswith(("_LABEL", "_ANNOTATIO
 
 
 def test_the_keys_are_the_collections_own_and_valid():
-    assert len(KEYS) == 10 and len(set(KEYS)) == len(KEYS)
+    assert len(KEYS) == 11 and len(set(KEYS)) == len(KEYS)
     for key in KEYS:
         assert key.startswith(K.DOMAIN + "/") and valid_label_key(key), key
     assert valid_label_value(K.DEFAULT_FIELD_MANAGER)
