@@ -140,15 +140,16 @@ def read_plan(value):
 def write_plan(path, plan):
     """Write ``plan`` as JSON to ``path`` (whole or not at all: a temporary file renamed)."""
     path = os.path.expanduser(path)
-    fd, tmp = tempfile.mkstemp(prefix=".plan-", dir=os.path.dirname(os.path.abspath(path)))
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=".plan-", dir=os.path.dirname(os.path.abspath(path)))
         with os.fdopen(fd, "w") as f:
             json.dump(plan, f, sort_keys=True, separators=(",", ":"))
         os.replace(tmp, path)
     except OSError as e:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-        raise RunFailed("plan_file %s: %s" % (path, e), {}) from None
+        raise RunFailed("plan_file %s: %s" % (path, e.strerror or e), {}) from None
 
 
 def plan_of(manager, opts, params, warn):

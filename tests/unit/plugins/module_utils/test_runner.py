@@ -139,3 +139,30 @@ def test_an_unexpected_error_says_what_failed_without_dumping_objects(params, mo
         run_stack(params(name="s", resources=manifests(unique("r-bug"), "a")))
     assert e.value.msg == "stack 's': unexpected error: 'spec'"
     assert "KeyError" in e.value.result["exception"] and e.value.result["api_requests"] is not None
+
+
+# -- plans: emitted by a check, read back as an approved plan ------------------------------------------------------
+def test_a_check_emits_its_plan_writes_it_whole_and_a_run_reads_it_back(params, tmp_path):
+    ns, stack = unique("r-plan"), unique("s")
+    run_stack(params(name=stack, resources=manifests(ns, "a", "b", "c")))
+    path = tmp_path / "plan.json"
+    warnings = []
+    result = run_stack(params(name=stack, resources=manifests(ns, "a"), emit_plan=True, plan_file=str(path),
+                              max_prune="1"), check_mode=True, warn=warnings.append)
+    plan = result["plan"]
+    assert json.loads(path.read_text()) == plan and sorted(plan["stacks"]) == [stack]
+    assert any("more than max_prune allows" in w for w in warnings), warnings  # 2 deletions, 1 allowed
+    assert list(tmp_path.glob(".plan-*")) == []  # written through a temporary file, renamed
+    assert runner.read_plan(str(path)) == plan and runner.read_plan(plan) is plan
+    # a real run without emit_plan returns no plan
+    assert "plan" not in run_stack(params(name=stack, resources=manifests(ns, "a", "b", "c")))
+
+
+def test_a_plan_that_cannot_be_read_or_written_fails_naming_the_file(tmp_path):
+    with pytest.raises(RunFailed, match=r"approved_plan .*missing\.json"):
+        runner.read_plan(str(tmp_path / "missing.json"))
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(RunFailed, match=r"approved_plan .*bad\.json"):
+        runner.read_plan(str(tmp_path / "bad.json"))
+    with pytest.raises(RunFailed, match=r"plan_file .*no-such-dir"):
+        runner.write_plan(str(tmp_path / "no-such-dir" / "plan.json"), {"stacks": {}})
