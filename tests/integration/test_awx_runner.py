@@ -160,7 +160,7 @@ def test_the_check_jobs_plan_artifact_approved_is_exactly_what_the_run_deletes(t
         status, stdout, stats = run("run", dict(base, **artifacts, stacksync_approved_plan=True))
         assert status == "successful", stdout[-5000:]
         assert "syncing the approved plan (1 stacks)" in stdout
-        assert re.search(rf"^  {re.escape(stack)} +[0-9a-f]{{12}} +0 +0 +2 +11 +0 +0 +[0-9.]+ +ok$", stdout, re.M), stdout
+        assert re.search(rf"^  {re.escape(stack)} +[0-9a-f]{{12}} +0 +0 +2 +11 +0 +not checked +[0-9.]+ +ok$", stdout, re.M), stdout
         left = client.list(f"/api/v1/namespaces/{ns}/configmaps", label_selector="stacksync.io/stack=" + stack)
         assert [(o["metadata"]["name"], o["metadata"]["uid"]) for o in left] == [("c0", uids["c0"])]
     finally:
