@@ -379,7 +379,7 @@ class Simulator:
             if not authz.allowed(self.cluster, user, "impersonate", group, plural, namespace, target):
                 if user.name not in self._legacy_impersonators and req.verb:
                     mode = "serviceaccount" if sa and len(sa) == 4 else "user-info"
-                    raise errors.forbidden(user.name, "impersonate-on:%s:%s" % (mode, req.verb), None, req.namespace,
+                    raise errors.forbidden(user.name, f"impersonate-on:{mode}:{req.verb}", None, req.namespace,
                                            req.name, req.group, req.plural)
                 raise errors.forbidden(user.name, "impersonate", None, namespace, target, group, plural)
         self._legacy_impersonators.add(user.name)
