@@ -24,29 +24,13 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.common import missin
 from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
-from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RENDER_SPEC, RunFailed, plan_of
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, plan_of
+from ansible_collections.stacksync.k8s.plugins.module_utils.stack_spec import info_spec
 
 #: ``name``, ``resources``, ``src``, ``render`` and the options that change what the next sync would do
-#: mean what they mean for ``stack`` (:data:`.runner.ARGUMENT_SPEC`), with the same defaults, except that
+#: mean what they mean for ``stack``, with the same defaults (one table, :data:`.stack_spec.OPTIONS`), except that
 #: ``resources`` has none: without a desired set, the stack's live objects are reported as they are.
-ARGUMENT_SPEC = dict(
-    name=dict(type="str", required=True),
-    resources=dict(type="list", elements="dict"),
-    src=dict(type="path"),
-    render=dict(type="dict", options=RENDER_SPEC),
-    namespace=dict(type="str"),
-    field_manager=dict(type="str", default="stacksync"),
-    takeover_managers=dict(type="list", elements="str"),
-    record_namespace=dict(type="str", default="kube-system"),
-    record_namespaces=dict(type="list", elements="str"),
-    full_prune_scan=dict(type="bool", default=False),
-    concurrency=dict(type="int", default=16),
-    discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
-    prune_grace=dict(type="str"),
-    commit=dict(type="str"),
-    emit_plan=dict(type="bool", default=False),
-    plan_file=dict(type="path"),
-)
+ARGUMENT_SPEC = info_spec()
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 ARGUMENT_SPEC.update(POLICY_SPEC)
 

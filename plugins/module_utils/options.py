@@ -9,23 +9,19 @@ __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import approval
 from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_OPTIONS, compile_policy
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import DEFAULT_FIELD_MANAGER
 from ansible_collections.stacksync.k8s.plugins.module_utils.drift import compile_patterns
 from ansible_collections.stacksync.k8s.plugins.module_utils.grace import parse_duration
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import prune_limit
 from ansible_collections.stacksync.k8s.plugins.module_utils.run_sources import RunSources
+from ansible_collections.stacksync.k8s.plugins.module_utils.stack_spec import BY_NAME, OPTIONS, engine_defaults
 from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import compile_conditions
 
-#: every option with its default; see the ``stack`` module's documentation for their meaning
+#: every option with its default: those of the module's parameters (:data:`.stack_spec.OPTIONS`, under the engine's
+#: names), and the engine's own; see the ``stack`` module's documentation for their meaning
 DEFAULTS = dict(
-    namespace="default", field_manager=DEFAULT_FIELD_MANAGER, force_conflicts=True, prune=True,
-    propagation_policy="Background", allow_empty=False, fail_on_shared=False, recreate_on_immutable=False,
-    record_namespace="kube-system", commit=None, phase="all", concurrency=16, full_prune_scan=False,
-    check_mode=False, diff=False, diff_full=True, wait=False, wait_timeout=300, wait_conditions=None, discovery_cache_dir=None,
-    lock_timeout=300, lease_duration=60, crd_timeout=60, poll_interval=1.0, max_prune=None, takeover_managers=None,
-    confinement=None, record_namespaces=None, source=None, other_sources=None,
-    approved_plan=None, emit_plan=False, prune_grace=None,
+    engine_defaults(), check_mode=False, diff=False, diff_full=True, confinement=None,
+    lock_timeout=BY_NAME["wait_timeout"].default, lease_duration=60, crd_timeout=60, poll_interval=1.0,
 )
 
 
@@ -74,15 +70,9 @@ class StackOptions:
 
 def options_from_params(params, context_namespace=None, check_mode=False, diff=False, diff_full=True):
     """:class:`StackOptions` from validated module parameters (``stack`` and ``stack_info`` share it)."""
-    names = dict(field_manager="field_manager", force_conflicts="force_conflicts", prune="prune",
-                 propagation_policy="propagation_policy", allow_empty="allow_empty", fail_on_shared="fail_on_shared",
-                 recreate_on_immutable="recreate_on_immutable", record_namespace="record_namespace", commit="commit",
-                 phase="phase", concurrency="concurrency", full_prune_scan="full_prune_scan", wait="wait",
-                 wait_timeout="wait_timeout", wait_conditions="wait_condition", discovery_cache_dir="discovery_cache_dir",
-                 max_prune="max_prune", lock_timeout="wait_timeout", takeover_managers="takeover_managers",
-                 record_namespaces="record_namespaces", source="source", other_sources="other_sources",
-                 approved_plan="approved_plan", emit_plan="emit_plan", prune_grace="prune_grace")
-    options = dict((option, params[param]) for option, param in names.items() if params.get(param) is not None)
+    options = dict((o.attr, params[o.name]) for o in OPTIONS if o.attr and params.get(o.name) is not None)
+    if params.get("wait_timeout") is not None:
+        options["lock_timeout"] = params["wait_timeout"]  # the Lease is waited for as long as the objects
     options["namespace"] = params.get("namespace") or context_namespace or "default"
     options["confinement"] = dict((k, params.get(k)) for k in POLICY_OPTIONS)
     return StackOptions(params["name"], check_mode=check_mode, diff=diff, diff_full=diff_full, **options)

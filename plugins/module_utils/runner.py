@@ -31,63 +31,12 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.manager import Stack
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import prune_limit
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan_file import document, stack_entry
+from ansible_collections.stacksync.k8s.plugins.module_utils.stack_spec import stack_spec
 from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
 
-#: suboptions of ``render``: how the action plugin renders ``src``. The manifests lookup's options;
-#: no defaults here, an option not given gets the lookup's own default.
-RENDER_SPEC = dict(
-    root=dict(type="path"),
-    include=dict(type="list", elements="str"),
-    exclude=dict(type="list", elements="str"),
-    recursive=dict(type="bool"),
-    template_vars=dict(type="dict"),
-    max_file_size=dict(type="int"),
-    kustomize_command=dict(type="list", elements="str"),
-    kustomize_timeout=dict(type="int"),
-    trusted=dict(type="bool"),
-    vault_id=dict(type="list", elements="str", no_log=False),
-    kustomize_remote=dict(type="bool"),
-)
-
-ARGUMENT_SPEC = dict(
-    name=dict(type="str", required=True),
-    resources=dict(type="list", elements="dict", default=[]),
-    resources_file=dict(type="path"),
-    src=dict(type="path"),
-    render=dict(type="dict", options=RENDER_SPEC),
-    state=dict(type="str", default="present", choices=["present", "absent"]),
-    phase=dict(type="str", default="all", choices=["all", "apply", "prune"]),
-    prune=dict(type="bool", default=True),
-    allow_empty=dict(type="bool", default=False),
-    propagation_policy=dict(type="str", default="Background", choices=["Background", "Foreground", "Orphan"]),
-    namespace=dict(type="str"),
-    field_manager=dict(type="str", default="stacksync"),
-    force_conflicts=dict(type="bool", default=True),
-    fail_on_shared=dict(type="bool", default=False),
-    recreate_on_immutable=dict(type="bool", default=False),
-    record_namespace=dict(type="str", default="kube-system"),
-    record_namespaces=dict(type="list", elements="str"),
-    commit=dict(type="str"),
-    wait=dict(type="bool", default=False),
-    wait_timeout=dict(type="int", default=300),
-    wait_condition=dict(type="list", elements="dict", options=dict(
-        kind=dict(type="str", required=True),
-        group=dict(type="str"),
-        expression=dict(type="str", required=True),
-    )),
-    concurrency=dict(type="int", default=16),
-    full_prune_scan=dict(type="bool", default=False),
-    max_prune=dict(type="str"),
-    takeover_managers=dict(type="list", elements="str"),
-    discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
-    source=dict(type="str"),
-    other_sources=dict(type="list", elements="dict"),
-    prune_grace=dict(type="str"),
-    emit_plan=dict(type="bool", default=False),
-    plan_file=dict(type="path"),
-    approved_plan=dict(type="raw"),
-)
+#: the module's options: its own (one table, :data:`.stack_spec.OPTIONS`), the connection's, the confinement's
+ARGUMENT_SPEC = stack_spec()
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 ARGUMENT_SPEC.update(POLICY_SPEC)
 

@@ -21,15 +21,17 @@ __metaclass__ = type
 
 import contextlib
 
+from ansible_collections.stacksync.k8s.plugins.module_utils.stack_spec import role_variables
+
 #: the options of module stacksync.k8s.sources that role stacksync.k8s.sync sets from a variable
-#: ``stacksync_<option>`` (tests/unit checks this list against the role's meta/argument_specs.yml)
-ROLE_OPTIONS = (
-    "allow_empty", "api_key", "approved_plan", "ca_cert", "cache_dir", "client_cert", "client_key", "concurrency",
-    "context", "discovery_cache_dir", "emit_plan", "fail_on_shared", "field_manager", "force_conflicts", "host",
-    "impersonate_groups", "impersonate_user", "kubeconfig", "max_prune", "path", "plan_file", "propagation_policy",
-    "proxy", "prune", "prune_grace", "record_namespace", "recreate_on_immutable", "request_timeout", "sources",
-    "summary", "takeover_managers", "validate_certs", "version", "wait", "wait_timeout",
-)
+#: ``stacksync_<option>``: the stack options the role passes through (:func:`.stack_spec.role_variables`), the
+#: connection (through module_defaults) and the options of sources alone (tests/unit checks this list against the
+#: role's meta/argument_specs.yml)
+ROLE_OPTIONS = tuple(sorted(set(role_variables()) | {
+    "api_key", "ca_cert", "client_cert", "client_key", "context", "host", "impersonate_groups", "impersonate_user",
+    "kubeconfig", "proxy", "request_timeout", "validate_certs",  # the connection
+    "cache_dir", "path", "sources", "summary", "version",  # module sources' own
+}))
 #: options of a source that the shorthand of the role (``stacksync_repo``) sets from a variable of its own
 SHORTHAND = {"repo": "stacksync_repo", "stack": "stacksync_stack", "version": "stacksync_version",
              "path": "stacksync_path"}

@@ -21,6 +21,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.auth import AUTH_ARG
 from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_OPTIONS
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import legacy_stack_name, redact_url, source_id
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import PASSTHROUGH
+from ansible_collections.stacksync.k8s.plugins.module_utils.stack_spec import BY_NAME
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import check_source, repo_subpath, source_stack
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.rename import renamed_dependencies
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.summary import one_line, own_words
@@ -34,6 +35,7 @@ SOURCE_DEFAULTS = {"version": "HEAD", "path": ".", "stack": "", "include": [], "
 #: the job's connection settings, none of which a source with its own kubeconfig or context gets (nor the
 #: K8S_AUTH_* environment: its stack runs with k8s_auth_env false); only request_timeout is not a credential
 HOST_CREDENTIALS = tuple(sorted(set(AUTH_ARG_SPEC) - {"request_timeout"}))
+RECORD_NAMESPACE = BY_NAME["record_namespace"].default  # the stack module's default
 HEALTHY = (hs.HEALTHY, hs.CURRENT)  # health as stack_info / wait report it
 
 
@@ -290,7 +292,7 @@ def stack_args(source, commit, resources, params, phase, wait=False, environ=Non
     if source.get("impersonate_user") == "":  # an empty string turns the host's impersonation off
         args.pop("impersonate_user", None)
         args.pop("impersonate_groups", None)
-    default = params.get("record_namespace") or "kube-system"
+    default = params.get("record_namespace") or RECORD_NAMESPACE
     known = set(ns or default for ns in source.get("sync_record_namespaces") or ())
     if len(known) > 1:  # where a source's credentials may not list records cluster-wide, it reads these
         args["record_namespaces"] = sorted(known | set(params.get("record_namespaces") or ()))
