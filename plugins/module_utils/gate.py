@@ -16,7 +16,9 @@ A new rule is one more fact (a :class:`Facts` field whose default means "absent"
 whether the run may go on (``plan-stale``: refused before any write) and whether it prunes (``not-approved``);
 ``budget_override`` (its deletions are approved) lifts the prune budget, and ``emit_plan`` (check mode making a plan)
 lists what is over it instead of refusing. ``grace`` (the prune grace period, :mod:`.grace`): a run that cannot
-read the server's time deletes nothing marked. ``fence`` is reserved.
+read the server's time deletes nothing marked. Fencing (:mod:`.prune`'s ``_fence``: the Lease proven held by a write
+the server accepts before each delete, and uid + resourceVersion preconditions) is not a decision but a
+precondition of every DELETE the gate allowed: a run that lost its lock stops there, whatever the gate said.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -95,7 +97,6 @@ class Facts:
         record_namespace="", dry_run=False, desired=None, source=None, recorded_source=None, source_failed=False,
         blocked=(), others_failed=False, unrendered=(), plan=None, final=False, apply_errors=None,
         approved=None, commit=None, applies=None, emit_plan=False, grace=None, budget_override=None,
-        fence=None,  # reserved (issue 28)
     )
     __slots__ = tuple(FIELDS)
 

@@ -117,7 +117,7 @@ def test_a_stack_of_another_source_is_refused_writes_included():
 
 def test_facts_default_to_absent_and_are_checked():
     f = g.Facts()
-    assert (f.approved, f.grace, f.fence, f.budget_override, f.plan, f.apply_errors) == (None,) * 6
+    assert (f.approved, f.grace, f.budget_override, f.plan, f.apply_errors) == (None,) * 5
     with pytest.raises(TypeError, match="unknown fact"):
         g.Facts(colour="blue")
     assert f.but(prune=False).prune is False and f.prune is True
