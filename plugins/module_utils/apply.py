@@ -17,6 +17,7 @@ import time
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import changeset as C
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import JSON_PATCH, ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.context import Verb
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import object_diff
 from ansible_collections.stacksync.k8s.plugins.module_utils.drift import foreign_tool, strip, taken_only, takeover_patch
 from ansible_collections.stacksync.k8s.plugins.module_utils.dryrun import DryRuns
@@ -24,7 +25,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_pa
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, redact_secret_message, ssa_policy
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import CRD_GK, by_stage
-from ansible_collections.stacksync.k8s.plugins.module_utils.progress import NO_PROGRESS, Steps
+from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Steps
 from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, is_ready, wait_gone
 
@@ -49,19 +50,15 @@ def backoff(poll_interval):
         delay = min(delay * 2, poll_interval)
 
 
-class Applier:
-    """Applies desired objects for one run. ``ensure_lock()`` raises once the run lost its lock."""
+class Applier(Verb):
+    """Applies desired objects for one run (its :class:`.context.RunContext`). ``ensure_lock()`` raises once the run
+    lost its lock."""
 
-    def __init__(self, client, discovery, opts, map_fn, ensure_lock, progress=NO_PROGRESS):
-        self.client = client
-        self.progress = progress
-        self.discovery = discovery
-        self.opts = opts
-        self.map = map_fn
-        self.ensure_lock = ensure_lock
+    def __init__(self, run):
+        super(Applier, self).__init__(run)
         self.crds_ready = False
         self.notes = []
-        self.check = DryRuns(client, map_fn, opts)  # check mode's bookkeeping (.dryrun)
+        self.check = DryRuns(run)  # check mode's bookkeeping (.dryrun)
 
     def apply_one(self, d, live, dry_run):
         """Apply one object; returns ``(action, object, error message or None)``.

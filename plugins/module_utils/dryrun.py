@@ -22,6 +22,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import changeset as C
+from ansible_collections.stacksync.k8s.plugins.module_utils.context import Verb
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import CRD_GK, NAMESPACE_GK
 from ansible_collections.stacksync.k8s.plugins.module_utils.standin import StandIns, translate
 
@@ -53,12 +54,12 @@ def _marks(obj):
             for field in ("labels", "annotations")]
 
 
-class DryRuns:
-    """What one check run learns as it dry-runs stage by stage: the namespaces and kinds it would create, the
-    stand-ins, and what it could not validate (``unvalidated``: ObjectId -> reason)."""
+class DryRuns(Verb):
+    """What one check run (its :class:`.context.RunContext`) learns as it dry-runs stage by stage: the namespaces and
+    kinds it would create, the stand-ins, and what it could not validate (``unvalidated``: ObjectId -> reason)."""
 
-    def __init__(self, client, map_fn, opts):
-        self.client, self.map, self.opts = client, map_fn, opts
+    def __init__(self, run):
+        super(DryRuns, self).__init__(run)
         self.new_namespaces = {}  # name -> the dry run's object
         self.failed_namespaces = set()
         self.new_kinds = set()  # (group, kind) of the CRDs the run would create

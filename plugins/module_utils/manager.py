@@ -24,7 +24,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils import plan as P
 from ansible_collections.stacksync.k8s.plugins.module_utils.apply import Applier, ApplyError, foreign_owned, shared_objects
 from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import ChangeSet
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
+from ansible_collections.stacksync.k8s.plugins.module_utils.context import RunContext, Verb
 from ansible_collections.stacksync.k8s.plugins.module_utils.grace import unmarks
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LeaseLock, LockError
@@ -32,15 +32,12 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.marks import Marker
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, stack_checksum
 from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Observer
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, StackOptions
-from ansible_collections.stacksync.k8s.plugins.module_utils.pool import RunPool
 from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import PrepareError, prepare, stamp_all
-from ansible_collections.stacksync.k8s.plugins.module_utils.progress import NO_PROGRESS
 from ansible_collections.stacksync.k8s.plugins.module_utils.prune import Pruner
 from ansible_collections.stacksync.k8s.plugins.module_utils.prune_steps import PruneSteps, StackError, needs_facts
 from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
     RecordError,
     StackKey,
-    StackRecord,
     now_rfc3339,
     record_fields,
     record_would_change,
@@ -53,63 +50,49 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.wait import wait_for
 RUN_ERRORS = (ApiError, LockError, RecordError, ApplyError)
 
 
-class StackManager(PruneSteps):
-    """Converge one stack. See the module documentation for the meaning of every option."""
+class StackManager(PruneSteps, Verb):
+    """Converge one stack. See the module documentation for the meaning of every option. The run's context
+    (:class:`.context.RunContext`: client, discovery, options, the stack and its record, progress, the Lease held, the
+    ChangeSet under way) is ``run``, handed to each verb whole."""
 
     def __init__(self, client, stack, discovery=None, opts=None, progress=None, **options):
         try:
-            self.opts = opts or StackOptions(stack, **options)
+            opts = opts or StackOptions(stack, **options)
         except OptionError as e:
             raise StackError(str(e)) from None
-        self.client = client
-        self.stack = stack
-        self.progress = progress or NO_PROGRESS  # progress(verb, done, total): see .progress
-        self._pool = RunPool(self.opts.concurrency)
-        self._map = self._pool.map
+        super(StackManager, self).__init__(RunContext(client, opts, discovery, progress))
         self._key = None
-        self._lock = None  # the LeaseLock while a run writes
-        self._changeset = None  # the ChangeSet of the attempt under way
-        self.discovery = discovery or Discovery(client, cache_dir=self.opts.discovery_cache_dir, executor_map=self._map)
-        self.record = StackRecord(client, self.opts.record_namespace, stack, self.opts.field_manager)
-        self.key_store = StackKey(client, self.opts.record_namespace, stack, self.opts.field_manager)
-        self.observer = Observer(client, self.discovery, self.record, self.opts, self._map)
-        self.pruner = Pruner(client, self.discovery, self.record, self.opts, self._map, self._ensure_lock, self.progress)
-        self.marker = Marker(client, self.opts, self._map, self._ensure_lock)
-        self.grace = self.opts.grace  # the prune grace period of this run (none for state absent)
+        self.key_store = StackKey(client, opts.record_namespace, stack, opts.field_manager)
+        self.observer, self.pruner, self.marker = Observer(self.run), Pruner(self.run), Marker(self.run)
         self.last_plan, self.pruning = None, False  # the plan of the last run, and whether it pruned (a check's plan)
 
     # -- helpers ------------------------------------------------------------------------------
     def close(self):
-        self._pool.close()
-
-    def _ensure_lock(self, prove=False):
-        """Stop before a write if the run no longer holds the stack's Lease (``prove``: see LeaseLock.ensure)."""
-        if self._lock is not None:
-            self._lock.ensure(prove)
+        self.run.close()
 
     @contextlib.contextmanager
     def _locked(self):
         with LeaseLock(self.client, self.opts.record_namespace, self.stack, duration=self.opts.lease_duration,
                        timeout=self.opts.lock_timeout) as lock:
-            self._lock = lock
+            self.run.lock = lock
             try:
                 yield lock
             finally:
-                self._lock = None
+                self.run.lock = None
 
     @contextlib.contextmanager
     def _run(self, changeset):
-        """Turn the steps' errors into a StackError carrying the run's changeset (``self._changeset``, which a
+        """Turn the steps' errors into a StackError carrying the run's changeset (``run.changeset``, which a
         locked attempt replaces); drop a discovery cache that may be stale."""
-        self._changeset = changeset
+        self.run.changeset = changeset
         try:
             yield
         except RUN_ERRORS as e:
             self.discovery.invalidate()
-            raise StackError(str(e), self._changeset) from None
+            raise StackError(str(e), self.run.changeset) from None
         except StackError as e:
             self.discovery.invalidate()  # a stale cached kind may be why it failed
-            e.changeset = e.changeset or self._changeset
+            e.changeset = e.changeset or self.run.changeset
             raise
         finally:
             self.close()
@@ -194,7 +177,7 @@ class StackManager(PruneSteps):
         observed = self.record.data
         if fields is None or observed is None or not self.opts.writes_record or self.record.load() != observed:
             return False
-        self._ensure_lock()
+        self.ensure_lock()
         self.record.save(lastSyncTime=now_rfc3339(), **fields)
         return True
 
@@ -214,7 +197,7 @@ class StackManager(PruneSteps):
         shared_objects([d for d in desired if id(d) not in left] if self.opts.applying else [], plan.snap, self.opts,
                        changeset)
         if self.opts.fail_on_shared and self.opts.applying and to_apply:
-            foreign = foreign_owned(self.client, to_apply, plan.snap.ours, self._map)
+            foreign = foreign_owned(self.client, to_apply, plan.snap.ours, self.map)
             if foreign:
                 raise StackError("objects managed by another deployment tool (%s is set): %s" % (option("fail_on_shared"),
                                  "; ".join("%s (%s)" % (d.named(), tool) for d, tool in foreign[:20])), changeset)
@@ -222,16 +205,16 @@ class StackManager(PruneSteps):
         if self.opts.applying and not dry_run:
             widened = self.record.group_kinds | set(d.oid.group_kind for d in desired)
             if self.record.data is None or widened != self.record.group_kinds:
-                self._ensure_lock()
+                self.ensure_lock()
                 self.record.save(group_kinds=widened)
-        applier = Applier(self.client, self.discovery, self.opts, self._map, self._ensure_lock, self.progress)
+        applier = Applier(self.run)
         written = applier.apply_all(to_apply, plan.snap.ours, changeset, dry_run)
         if self.opts.applying:  # back in git: its prune mark goes
             self.marker.unmark(unmarks(desired, plan.snap.ours), changeset, dry_run)
         if self.opts.wait and written and not changeset.errors and not dry_run:
             healths = {}
             changeset.errors.extend(wait_for(self.client, written, self.opts.wait_rules, self.opts.wait_timeout,
-                                             self.opts.poll_interval, self._map, healths=healths,
+                                             self.opts.poll_interval, self.map, healths=healths,
                                              progress=self.progress))
             changeset.record_health(healths)
         remaining, pruned_ok = self._prune(plan, changeset, dry_run, facts)
@@ -239,7 +222,7 @@ class StackManager(PruneSteps):
             fields = self._end_fields(desired, plan, remaining, pruned_ok)
             if changeset.changed or record_would_change(self.record.data, self.record.group_kinds, fields):
                 fields["lastSyncTime"] = now_rfc3339()
-                self._ensure_lock()
+                self.ensure_lock()
                 self.record.save(**fields)
         if changeset.errors:
             failed = len(changeset.errors)
@@ -267,7 +250,7 @@ class StackManager(PruneSteps):
             if self._writes_nothing(fields):
                 return self._unchanged(plan, cs, fields)
             with self._locked():
-                cs = self._changeset = self._fresh(cs)
+                cs = self.run.changeset = self._fresh(cs)
                 if self._record_only(fields):
                     return self._unchanged(plan, cs, fields)
                 key = self._load_key(desired, create=self.opts.applying)
@@ -297,7 +280,7 @@ class StackManager(PruneSteps):
         with self._run(cs):
             facts = gate.facts_of(self.opts, state="absent")
             pruning = self._gate(facts).prune
-            self.grace = self.pruner.grace = None  # the stack goes on purpose: no grace period
+            self.run.grace = None  # the stack goes on purpose: no grace period
             plan = self.last_plan = self.plan([], cs, pruning)
             self._gate(facts, [], plan)
             if not plan.deletes and self.record.data is None:
@@ -307,12 +290,12 @@ class StackManager(PruneSteps):
                 self._prune(plan, cs, True, facts)
                 return cs
             with self._locked():
-                cs = self._changeset = self._fresh(ChangeSet())
+                cs = self.run.changeset = self._fresh(ChangeSet())
                 plan = self.plan([], cs, pruning)
                 self._gate(facts, [], plan)
                 P.report_plan(plan, cs, applying=False)
                 remaining, _pruned = self._prune(plan, cs, False, facts)
-                self._ensure_lock()
+                self.ensure_lock()
                 if not remaining and not plan.snap.unverified:
                     self.record.delete()
                     self.key_store.delete()

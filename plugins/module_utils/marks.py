@@ -16,19 +16,15 @@ from ansible_collections.stacksync.k8s.plugins.module_utils import changeset as 
 from ansible_collections.stacksync.k8s.plugins.module_utils import grace as G
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import MERGE_PATCH, ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import PRUNE_MARK_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.context import Verb
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import live_api_version
 
 CHANGED = "changed"  # as .plan.CHANGED: changed since it was observed, decided again by the next run
 
 
-class Marker:
-    """Writes and removes prune marks for one run (``map_fn`` runs calls in parallel)."""
-
-    def __init__(self, client, opts, map_fn, ensure_lock):
-        self.client = client
-        self.opts = opts
-        self.map = map_fn
-        self.ensure_lock = ensure_lock
+class Marker(Verb):
+    """Writes and removes prune marks for one run (its :class:`.context.RunContext`; ``map`` runs calls in
+    parallel)."""
 
     def _patch(self, info, oid, value, resource_version=None):
         meta = {"annotations": {PRUNE_MARK_ANNOTATION: value}}

@@ -17,6 +17,7 @@ __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError, quote_name
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL, STACK_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.context import Verb
 from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import label, live_identity
@@ -38,15 +39,8 @@ class Snapshot:
         self.partial_namespaces = {}  # (group, kind) -> namespaces we could list instead
 
 
-class Observer:
-    """Reads for one run (``map_fn`` runs calls in parallel)."""
-
-    def __init__(self, client, discovery, record, opts, map_fn):
-        self.client = client
-        self.discovery = discovery
-        self.record = record
-        self.opts = opts
-        self.map = map_fn
+class Observer(Verb):
+    """Reads for one run (its :class:`.context.RunContext`; ``map`` runs calls in parallel)."""
 
     def list_infos(self, desired):
         """Resource (version) to list per group/kind: recorded | desired, or everything listable."""

@@ -30,6 +30,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
     STACK_LABEL,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.contents import namespace_blockers, namespace_scan_rounds
+from ansible_collections.stacksync.k8s.plugins.module_utils.context import Verb
 from ansible_collections.stacksync.k8s.plugins.module_utils.diff import object_diff
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import ResourceInfo
 from ansible_collections.stacksync.k8s.plugins.module_utils.grace import GRACE, due
@@ -39,7 +40,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_se
 from ansible_collections.stacksync.k8s.plugins.module_utils.observe import LIST_PAGE_SIZE
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan_file import fingerprint
 from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import record_namespaces
-from ansible_collections.stacksync.k8s.plugins.module_utils.progress import NO_PROGRESS, Steps
+from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Steps
 from ansible_collections.stacksync.k8s.plugins.module_utils.record import bound_elsewhere, is_unbound, read_records
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import wait_gone
 
@@ -55,18 +56,9 @@ def _established(crd):
                for c in (crd.get("status") or {}).get("conditions") or [])
 
 
-class Pruner:
-    """Reads the prune facts and carries out a :class:`.plan.PrunePlan` for one run."""
-
-    def __init__(self, client, discovery, record, opts, map_fn, ensure_lock, progress=NO_PROGRESS):
-        self.client = client
-        self.progress = progress
-        self.discovery = discovery
-        self.record = record
-        self.opts = opts
-        self.map = map_fn
-        self.ensure_lock = ensure_lock
-        self.grace = opts.grace  # the run's prune grace period (None for state absent, see StackManager.delete_all)
+class Pruner(Verb):
+    """Reads the prune facts and carries out a :class:`.plan.PrunePlan` for one run (its :class:`.context.RunContext`:
+    the run's prune grace period is None for state absent, see StackManager.delete_all)."""
 
     # -- facts ----------------------------------------------------------------------------------
     def facts(self, first):

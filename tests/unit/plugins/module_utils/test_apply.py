@@ -75,7 +75,7 @@ def dry_run_applied():
 
 def applier(client):
     opts = SimpleNamespace(field_manager="stacksync", takeover=compile_patterns(None))
-    return a.Applier(client, None, opts, map, lambda: None)
+    return a.Applier(SimpleNamespace(client=client, discovery=None, opts=opts, map=map, ensure_lock=lambda prove=False: None))
 
 
 def test_check_mode_predicts_the_takeover_with_a_dry_run_update_without_what_only_people_tools_own():
@@ -102,6 +102,7 @@ def test_check_mode_prediction_retries_a_conflict_unconditionally_and_keeps_the_
 
 
 # -- the Applier on the simulator ------------------------------------------------------------------------
+from ansible_collections.stacksync.k8s.plugins.module_utils.context import RunContext  # noqa: E402
 from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import stamp_all  # noqa: E402
 
 from .simengine import client_of, cm_path, configmap, create, live, manager, namespace, unique  # noqa: E402
@@ -120,14 +121,16 @@ def sim_client(kubesim):
     c.close()
 
 
-def apply_run(client, stack, resources, dry_run=False, ensure_lock=lambda: None, **options):
+def apply_run(client, stack, resources, dry_run=False, ensure_lock=lambda prove=False: None, **options):
     """``(ChangeSet, written)`` of the Applier applying every desired object of ``resources`` not in sync."""
     m = manager(client, stack, **options)
     cs = ChangeSet()
     desired = m.prepare(resources, cs)
     stamp_all(desired, stack, None)
     plan = m.plan(desired, cs, pruning=False)
-    applier = a.Applier(client, m.discovery, m.opts, map, ensure_lock)
+    run = RunContext(client, m.opts, m.discovery, map_fn=map)
+    run.lock = SimpleNamespace(ensure=ensure_lock)
+    applier = a.Applier(run)
     written = applier.apply_all(plan.to_apply, plan.snap.ours, cs, dry_run)
     return cs, written
 
@@ -200,7 +203,7 @@ def test_every_stage_starts_only_while_the_run_holds_its_lock(sim_client):
     ns, stack = unique("a-lock"), unique("s")
     calls = []
 
-    def ensure_lock():
+    def ensure_lock(prove=False):
         calls.append(1)
         if len(calls) == 2:
             raise a.ApplyError("lost the lock")  # any error: the stage is not started

@@ -27,7 +27,8 @@ def test_refusals_that_do_not_say_the_run_would_fail():
 
 
 def test_dry_runs_list_custom_resources_of_new_crds_and_objects_of_failed_namespaces():
-    runs = DryRuns(FakeClient(), lambda fn, items: [fn(i) for i in items], SimpleNamespace(poll_interval=0))
+    runs = DryRuns(SimpleNamespace(client=FakeClient(), map=lambda fn, items: [fn(i) for i in items],
+                                   opts=SimpleNamespace(poll_interval=0)))
     crd = SimpleNamespace(oid=ObjectId("apiextensions.k8s.io", "CustomResourceDefinition", "", "gadgets.x.io"),
                           manifest={"spec": {"group": "x.io", "names": {"kind": "Gadget"}}})
     runs.seen(crd, "created", {}, None)
@@ -47,7 +48,8 @@ def test_dry_runs_list_custom_resources_of_new_crds_and_objects_of_failed_namesp
 
 
 def test_an_existing_namespace_the_run_relabels_is_a_warning():
-    runs = DryRuns(FakeClient(), lambda fn, items: [fn(i) for i in items], SimpleNamespace(poll_interval=0))
+    runs = DryRuns(SimpleNamespace(client=FakeClient(), map=lambda fn, items: [fn(i) for i in items],
+                                   opts=SimpleNamespace(poll_interval=0)))
     live = {"metadata": {"name": "web", "labels": {"team": "a", "stacksync.io/stack": "s"}}}
     runs.seen(desired("Namespace", ns="", name="web"), "configured", {"metadata": {"labels": {"team": "a", "stacksync.io/stack": "t"}}},
               None, live)
@@ -67,7 +69,8 @@ def test_admission_reads_the_labels_and_annotations_but_the_stacks_own():
 
 
 def test_service_accounts_the_run_creates_are_known_before_the_dry_runs():
-    runs = DryRuns(FakeClient(), lambda fn, items: [fn(i) for i in items], SimpleNamespace(poll_interval=0))
+    runs = DryRuns(SimpleNamespace(client=FakeClient(), map=lambda fn, items: [fn(i) for i in items],
+                                   opts=SimpleNamespace(poll_interval=0)))
     sa, existing = desired("ServiceAccount", name="runner"), desired("ServiceAccount", name="old")
     runs.begin([sa, existing, desired()], {existing.oid: None})
     assert runs.creates == {("web", "runner")}

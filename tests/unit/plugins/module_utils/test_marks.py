@@ -6,6 +6,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils import grace as G
 from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import ChangeSet
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import MERGE_PATCH
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import PRUNE_MARK_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.context import RunContext
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 from ansible_collections.stacksync.k8s.plugins.module_utils.marks import CHANGED, Marker
@@ -27,12 +28,18 @@ class Locks:
     def __init__(self):
         self.calls = []
 
-    def __call__(self, prove=False):
+    def ensure(self, prove=False):
         self.calls.append(prove)
 
 
+def run_of(client, locks, map_fn=lambda fn, items: [fn(i) for i in items]):
+    run = RunContext(client, StackOptions("marks"), map_fn=map_fn)
+    run.lock = locks
+    return run
+
+
 def marker(client, locks=None):
-    return Marker(client, StackOptions("marks"), lambda fn, items: [fn(i) for i in items], locks or Locks())
+    return Marker(run_of(client, locks or Locks()))
 
 
 def a_configmap(client, name="old"):
@@ -124,7 +131,7 @@ def test_an_unmark_that_fails_fails_the_object_and_check_mode_writes_nothing(kub
 
 def test_nothing_to_mark_or_unmark_asks_for_no_lock():
     locks = Locks()
-    m = Marker(None, StackOptions("marks"), None, locks)
+    m = Marker(run_of(None, locks, map_fn=None))
     m.mark([], 60, ChangeSet(), dry_run=False)
     m.unmark([], ChangeSet(), dry_run=False)
     assert locks.calls == []

@@ -11,12 +11,13 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
     RECORD_NAMESPACE_ANNOTATION,
     STACK_LABEL,
 )
+from ansible_collections.stacksync.k8s.plugins.module_utils.context import RunContext
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Observer
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import StackOptions
 from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import prepare, stamp_all
-from ansible_collections.stacksync.k8s.plugins.module_utils.record import RecordError, StackRecord
+from ansible_collections.stacksync.k8s.plugins.module_utils.record import RecordError
 
 from .simengine import client_of, configmap, create, namespace, sync, unique, user_client
 
@@ -33,8 +34,7 @@ def client(kubesim):
 
 def observer(client, stack, **options):
     opts = StackOptions(stack, **options)
-    record = StackRecord(client, opts.record_namespace, stack, opts.field_manager)
-    return Observer(client, Discovery(client), record, opts, map)
+    return Observer(RunContext(client, opts, Discovery(client), map_fn=map))
 
 
 def observe(obs, resources):

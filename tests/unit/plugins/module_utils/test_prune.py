@@ -2,6 +2,8 @@
 simulator. The plans are the engine's own (``StackManager.plan``); the Pruner's facts and execution are called
 directly, with the cluster changed between the plan and the delete where a test needs it."""
 
+from types import SimpleNamespace
+
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils import plan as P
 from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import PRUNED, RELEASED, SKIPPED, TERMINATING, ChangeSet
@@ -11,6 +13,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
     RECORD_NAMESPACE_ANNOTATION,
     STACK_LABEL,
 )
+from ansible_collections.stacksync.k8s.plugins.module_utils.context import RunContext
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, identity_digest
 from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LockError
 from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import stamp_all
@@ -221,7 +224,9 @@ def test_a_lost_lock_stops_the_deletes_after_reporting_what_was_deleted(client):
         if len(calls) > 2:  # the ConfigMaps' batch and its DELETE are sent; the Namespace's batch is not
             raise LockError("lost the lock")
 
-    pruner = Pruner(client, m.discovery, m.record, m.opts, map, ensure_lock)
+    run = RunContext(client, m.opts, m.discovery, map_fn=map)
+    run.lock = SimpleNamespace(ensure=ensure_lock)
+    pruner = Pruner(run)
     cs = ChangeSet()
     with pytest.raises(LockError, match="lost the lock"):
         pruner.execute(plan.prune, cs, False)
