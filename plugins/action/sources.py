@@ -251,7 +251,7 @@ class ActionModule(ActionBase):
     # -- the sync: the steps of plugin_utils/sources.next_step (apply in order, then prune in reverse) -------------
 
     def _sync(self, prepared, params, task_vars):
-        waited = sp.dependents([p[0] for p in prepared])
+        depended_on = sp.dependents([p[0] for p in prepared])
         take_overs = self._take_overs(prepared, params, task_vars)
         declarations = dict((s["stack"], sp.declared(r)) for s, _c, r, e in prepared if s["state"] == "present" and not e)
         done, results, seconds = {}, {"apply": {}, "prune": {}}, {}
@@ -266,7 +266,7 @@ class ActionModule(ActionBase):
                 continue
             started = time.monotonic()
             others = sp.other_sources(prepared, step.source, params, declarations)
-            wait = step.stage == "apply" and stack in waited
+            wait = step.stage == "apply" and stack in depended_on
             args = sp.stack_args(step.source, step.commit, step.resources, params, step.phase, wait=wait, others=others)
             res = self._run_stack(dict(args, **plans.stack_plan_args(self._approved, stack, self._emitting)),
                                   task_vars, announce=self._announcer(step.source, step.commit, step.resources, wait))
@@ -277,12 +277,12 @@ class ActionModule(ActionBase):
             self._say(stack, report.outcome_line(stack, res, took, step.phase, self._task.check_mode))
             step = sp.next_step(prepared, done)
         self._results = results
-        one_run = sp.single_run(prepared)
+        phase_all = sp.single_run(prepared)
         failed = set(s for s, stages in done.items() if stages.get("apply") == sp.FAILED)
         for legacy, sources in take_overs.items() if not failed else ():
-            self._take_over(legacy, sources, params, task_vars, results["apply"] if one_run else results["prune"])
+            self._take_over(legacy, sources, params, task_vars, results["apply"] if phase_all else results["prune"])
         return [sp.stack_entry(s, commit, len(resources or []), results["apply"].get(s["stack"]),
-                               results["prune"].get(s["stack"]), one_run=one_run, seconds=seconds.get(s["stack"], 0.0),
+                               results["prune"].get(s["stack"]), phase_all=phase_all, seconds=seconds.get(s["stack"], 0.0),
                                blocked=sp.blocked_by(s, failed) if s["stack"] not in results["apply"] else None,
-                               error=error, waited=bool(params.get("wait")) or s["stack"] in waited)
+                               error=error, health_waited=bool(params.get("wait")) or s["stack"] in depended_on)
                 for s, commit, resources, error in prepared]

@@ -279,7 +279,7 @@ class Discovery:
         self._save_cache(self._index)
         return self._index
 
-    def fresh(self):
+    def server_index(self):
         """The index as the server says it now: read again if it came from the disk cache.
 
         Every deletion is decided on this, never on the cache: a kind created since the cache was

@@ -86,7 +86,7 @@ class Facts:
     """What a caller knows of a run; every field defaults to "not known" / "absent" (see :data:`FIELDS`)."""
 
     #: field -> default. ``desired``: the number of desired objects; ``plan``: the :class:`.plan.PrunePlan`
-    #: (``final``: with its facts); ``apply_errors``: failed applies once the applies are done; ``source`` /
+    #: (``has_facts``: with its facts); ``apply_errors``: failed applies once the applies are done; ``source`` /
     #: ``recorded_source``: the run's and the record's owning source; ``source_failed``, ``blocked`` (the failed
     #: stacks it depends on), ``others_failed`` and ``unrendered`` (the run's other stacks whose source could not
     #: be fetched or rendered): a sources run's outcomes. ``approved``: the stack's :class:`.approval.Approval` (None:
@@ -95,7 +95,7 @@ class Facts:
     FIELDS = dict(
         caller=STACK, stack="", state="present", prune=True, phase="all", allow_empty=False, max_prune=None,
         record_namespace="", dry_run=False, desired=None, source=None, recorded_source=None, source_failed=False,
-        blocked=(), others_failed=False, unrendered=(), plan=None, final=False, apply_errors=None,
+        blocked=(), others_failed=False, unrendered=(), plan=None, has_facts=False, apply_errors=None,
         approved=None, commit=None, applies=None, emit_plan=False, grace=None, budget_override=None,
     )
     __slots__ = tuple(FIELDS)
@@ -153,7 +153,7 @@ def _plan_stale(f):
     found = A.problems(f.approved, f.source, f.commit, f.phase, f.applies, f.plan)
     if not found:
         return None
-    provisional = not f.final and not A.problems(f.approved, f.source, f.commit, f.phase, f.applies, None)
+    provisional = not f.has_facts and not A.problems(f.approved, f.source, f.commit, f.phase, f.applies, None)
     return _no(PLAN_STALE, A.refusal(f.approved, found), refuse=True, provisional=provisional)
 
 
@@ -230,7 +230,7 @@ def _over_budget(f):
         return None
     problem = prune_budget_problem([c[0] for c in f.plan.candidates], f.plan.owned, f.max_prune)
     if problem and not (f.dry_run and f.emit_plan):  # a plan lists them: a run deletes them once it is approved
-        return _no(OVER_BUDGET, "stack %r: %s" % (f.stack, problem), refuse=True, provisional=not f.final)
+        return _no(OVER_BUDGET, "stack %r: %s" % (f.stack, problem), refuse=True, provisional=not f.has_facts)
     return None
 
 
@@ -248,14 +248,14 @@ RULES = (_other_source, _plan_stale, _disabled, _phase_apply, _not_approved, _so
          _others_unrendered, _apply_failed, _others_failed, _no_desired_set, _empty_set, _over_budget, _no_server_time)
 
 
-def decide_on_plan(facts, plan, record, finalize):
+def decide_on_plan(facts, plan, record, with_facts):
     """:func:`decide` once ``plan`` (a :class:`.plan.Plan`) is made, with the ``record`` it was observed with (its
-    data, None: no record). A provisional refusal is asked again on the plan with its facts (``finalize()``)."""
-    facts = facts.but(plan=plan.prune, final=plan.final, recorded_source=(record or {}).get("source"),
+    data, None: no record). A provisional refusal is asked again on the plan with its facts (``with_facts()``)."""
+    facts = facts.but(plan=plan.prune, has_facts=plan.has_facts, recorded_source=(record or {}).get("source"),
                       applies=applies_of(plan) if facts.approved is not None else None)
     decision = decide(facts)
     if decision.refuse and decision.provisional:
-        decision = decide(facts.but(plan=finalize().prune, final=True))
+        decision = decide(facts.but(plan=with_facts().prune, has_facts=True))
     return decision
 
 

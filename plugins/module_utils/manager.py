@@ -98,7 +98,7 @@ class StackManager(PruneSteps, Verb):
             self.close()
 
     @staticmethod
-    def _fresh(changeset):
+    def _new_attempt(changeset):
         """A new ChangeSet for the locked attempt, with the warnings of the first."""
         out = ChangeSet()
         out.warnings = list(changeset.warnings)
@@ -121,14 +121,14 @@ class StackManager(PruneSteps, Verb):
         except PrepareError as e:
             raise StackError(str(e)) from None
 
-    def plan(self, desired, changeset, pruning, final=True):
-        """Observe and plan; when anything would be deleted, on fresh discovery and (``final``) with the
-        prune facts. A plan that is not final may delete less once they are read (:meth:`finalize`)."""
+    def plan(self, desired, changeset, pruning, with_facts=True):
+        """Observe and plan; when anything would be deleted, on fresh discovery and (``with_facts``) with the
+        prune facts. A plan without them may delete less once they are read (:meth:`with_facts`)."""
         keep = len(changeset.warnings)
         plan = self._plan(desired, self.observer.observe(desired, changeset), pruning, changeset)
         if not needs_facts(plan):
             return plan
-        index, changed = self.discovery.fresh()
+        index, changed = self.discovery.server_index()
         if changed:  # the cached index was stale: what it said about scopes and kinds cannot be trusted
             for d in desired:
                 info = index.lookup(d.oid.group, d.oid.kind, d.info.version)
@@ -137,14 +137,14 @@ class StackManager(PruneSteps, Verb):
                                      "run again" % group_kind_str(*d.oid.group_kind), changeset)
             changeset.reset(keep)
             plan = self._plan(desired, self.observer.observe(desired, changeset), pruning, changeset)
-        return self.finalize(desired, plan) if final else plan
+        return self.with_facts(desired, plan) if with_facts else plan
 
-    def finalize(self, desired, plan):
+    def with_facts(self, desired, plan):
         """The prune plan with its facts: what other stacks declare, what Namespaces / CRDs hold."""
-        if needs_facts(plan) and not plan.final:
+        if needs_facts(plan) and not plan.has_facts:
             declared, contents, kept = self.pruner.facts(plan.prune)
-            plan.prune = self._prune_plan(plan.snap, desired, declared, contents, kept, final=True)
-        plan.final = True
+            plan.prune = self._prune_plan(plan.snap, desired, declared, contents, kept, with_facts=True)
+        plan.has_facts = True
         return plan
 
     def _plan(self, desired, snap, pruning, changeset):
@@ -167,7 +167,7 @@ class StackManager(PruneSteps, Verb):
             return None
         return self._end_fields(desired, plan, plan.staying_kinds(self.stack), plan.prune is not None)
 
-    def _writes_nothing(self, fields):
+    def _nothing_to_write(self, fields):
         """``fields`` (:meth:`_no_object_fields`) say that no object is written and the record stays as it is."""
         return fields is not None and not (self.opts.writes_record and record_would_change(self.record.data, self.record.group_kinds, fields))
 
@@ -181,7 +181,7 @@ class StackManager(PruneSteps, Verb):
         self.record.save(lastSyncTime=now_rfc3339(), **fields)
         return True
 
-    def _unchanged(self, plan, changeset, fields):
+    def _result_without_writes(self, plan, changeset, fields):
         """The ChangeSet of a run that wrote no object (its stack checksum is the record's)."""
         P.report_plan(plan, changeset, self.opts.applying)
         if plan.prune is not None:  # what waits for its prune grace, deletions of an approved plan that no longer apply
@@ -241,18 +241,18 @@ class StackManager(PruneSteps, Verb):
             pruning, planning = decision.prune, gate.plans_prune(facts, decision)
             first_key = self._load_key(desired, create=False)
             stamp_all(desired, self.stack, first_key)
-            plan = self.last_plan = self.plan(desired, cs, planning, final=self.opts.check_mode)
+            plan = self.last_plan = self.plan(desired, cs, planning, with_facts=self.opts.check_mode)
             self._gate(facts, desired, plan)
             plan.prune = plan.prune if pruning else None  # planned only to check an approved plan's deletions
             if self.opts.check_mode:
                 return self.execute(desired, plan, cs, dry_run=True, facts=facts)
             fields = self._no_object_fields(desired, plan)  # None if the plan writes an object
-            if self._writes_nothing(fields):
-                return self._unchanged(plan, cs, fields)
+            if self._nothing_to_write(fields):
+                return self._result_without_writes(plan, cs, fields)
             with self._locked():
-                cs = self.run.changeset = self._fresh(cs)
+                cs = self.run.changeset = self._new_attempt(cs)
                 if self._record_only(fields):
-                    return self._unchanged(plan, cs, fields)
+                    return self._result_without_writes(plan, cs, fields)
                 key = self._load_key(desired, create=self.opts.applying)
                 if key != first_key:  # created just now: only keyed (Secret) checksums depend on it
                     stamp_all([d for d in desired if is_secret(d.oid)], self.stack, key)
@@ -290,7 +290,7 @@ class StackManager(PruneSteps, Verb):
                 self._prune(plan, cs, True, facts)
                 return cs
             with self._locked():
-                cs = self.run.changeset = self._fresh(ChangeSet())
+                cs = self.run.changeset = self._new_attempt(ChangeSet())
                 plan = self.plan([], cs, pruning)
                 self._gate(facts, [], plan)
                 P.report_plan(plan, cs, applying=False)

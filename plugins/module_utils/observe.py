@@ -55,7 +55,7 @@ class Observer(Verb):
             if gk not in infos:
                 info = self.discovery.index.lookup(gk[0], gk[1])
                 if info is None and self.discovery.from_cache:
-                    info = self.discovery.fresh()[0].lookup(gk[0], gk[1])  # a cache may predate the kind
+                    info = self.discovery.server_index()[0].lookup(gk[0], gk[1])  # a cache may predate the kind
                 if info is not None:
                     infos[gk] = info
         return infos

@@ -312,7 +312,7 @@ class Plan:
         self.ignored = ignored
         self.prune = prune
         self.yielded = list(yielded)
-        self.final = False  # the prune plan has its facts (see StackManager.finalize)
+        self.has_facts = False  # the prune plan has its facts (see StackManager.with_facts)
 
     @property
     def deletes(self):

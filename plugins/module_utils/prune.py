@@ -110,7 +110,7 @@ class Pruner(Verb):
         """What keeps ``namespace`` (some, not necessarily all: the scan stops at the first certain
         one), or a string saying why its contents cannot be known. Every listable namespaced kind of
         *fresh* discovery is read, likely holders first; owned objects are judged once all is read."""
-        index, _changed = self.discovery.fresh()
+        index, _changed = self.discovery.server_index()
         if index.failed:
             return "discovery of %s failed, so what the namespace holds cannot be known" % ", ".join(sorted(index.failed))
 

@@ -40,16 +40,16 @@ def needs_facts(plan):
 
 class PruneSteps:
     """The prune steps of a :class:`.manager.StackManager` (its ``opts``, ``client``, ``pruner``, ``marker``,
-    ``record``, ``discovery``, ``grace`` and ``finalize``)."""
+    ``record``, ``discovery``, ``grace`` and ``with_facts``)."""
 
-    def _prune_plan(self, snap, desired, declared=None, contents=None, kept=None, final=False):
+    def _prune_plan(self, snap, desired, declared=None, contents=None, kept=None, with_facts=False):
         """The prune plan (:func:`.plan.prune_plan`, asked here only): what the run's other sources declare, and
         the other stacks' records (``declared``, once read), is released or kept, never deleted; with its facts
-        (``final``) confined to the stack's confinement; split by the grace period; narrowed to an approved plan."""
+        (``with_facts``) confined to the stack's confinement; split by the grace period; narrowed to an approved plan."""
         ids = set(d.oid for d in desired)
         prune = P.prune_plan(snap.ours, self.stack, ids, set(d.checksum for d in desired),
                              self.opts.run_sources.declared(declared), contents, kept)
-        if final:
+        if with_facts:
             confine_prune(prune, self.opts.policy)
         prune.now = getattr(self.client, "server_time", None)
         G.split(prune, self.grace, prune.now)
@@ -59,7 +59,7 @@ class PruneSteps:
         """The gate's decision (:func:`.gate.decide`), its refusal raised (before any write); with a ``plan``, on it
         and the record it was made on (:func:`.gate.decide_on_plan`)."""
         decision = gate.decide(facts) if plan is None else gate.decide_on_plan(
-            facts, plan, self.record.data, lambda: self.finalize(desired, plan))
+            facts, plan, self.record.data, lambda: self.with_facts(desired, plan))
         if decision.refuse:
             raise StackError(decision.message, phase=None if decision.blocks_writes else "prune")
         return decision
@@ -79,7 +79,7 @@ class PruneSteps:
         self.pruning = False
         if plan.prune is None:  # the gate said no before planning
             return set(), False
-        decision = gate.decide(facts.but(plan=plan.prune, final=plan.final, apply_errors=len(changeset.errors)))
+        decision = gate.decide(facts.but(plan=plan.prune, has_facts=plan.has_facts, apply_errors=len(changeset.errors)))
         if not decision.prune:
             changeset.warn(decision.message)
             return set(), False

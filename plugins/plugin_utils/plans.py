@@ -61,7 +61,7 @@ def _entry(result, stack):
     return ((result or {}).get("plan") or {}).get("stacks", {}).get(stack)
 
 
-def host_plan(host, prepared, applies, prunes, one_run):
+def host_plan(host, prepared, applies, prunes, phase_all):
     """The plan of ``host`` from the stack runs of a check (``applies`` / ``prunes``: ``{stack: result}``); a stack
     whose runs made no plan (not applied, failed) is left out, and so cannot be approved; one whose prune did not run
     (``prune: false``) deletes nothing."""
@@ -69,7 +69,7 @@ def host_plan(host, prepared, applies, prunes, one_run):
     for source, commit, _resources, _error in prepared:
         stack = source["stack"]
         apply_entry, prune_entry = _entry(applies.get(stack), stack), _entry(prunes.get(stack), stack)
-        if one_run:
+        if phase_all:
             entry = apply_entry
         elif source["state"] == "absent":
             entry = prune_entry

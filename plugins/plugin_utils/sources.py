@@ -316,18 +316,18 @@ def _prune_failed(result):
     return bool(result.get("failed")) and (result.get("failed_phase") == "prune" or bool(result.get("pruned")))
 
 
-def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, seconds=0.0, blocked=None,
-                error=None, waited=False):
+def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False, seconds=0.0, blocked=None,
+                error=None, health_waited=False):
     """The ``stacksync_results`` entry of one stack from its apply and prune results (``None``: not run).
 
     ``error``: the stack's source could not be fetched or rendered (nothing of it was applied).
-    ``waited``: the apply waited until the objects it wrote were healthy (``health`` says what was found).
+    ``health_waited``: the apply waited until the objects it wrote were healthy (``health`` says what was found).
 
-    With ``one_run`` the apply result is a single run that applied and pruned (phase all): it is split so
+    With ``phase_all`` the apply result is a single run that applied and pruned (phase all): it is split so
     the entry reads as with two runs.
     """
     apply, prune = dict(apply or {}), dict(prune or {})
-    if one_run and apply:
+    if phase_all and apply:
         prune = dict(apply, failed=_prune_failed(apply)) if not apply.get("failed") or _prune_failed(apply) else {}
         apply["failed"] = bool(apply.get("failed")) and not _prune_failed(apply)
     apply_failed, prune_failed = bool(apply.get("failed")), bool(prune.get("failed"))
@@ -360,19 +360,19 @@ def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, 
         "pruning": _pruning(source, prune, prune_failed),
         "counts": counts, "applied": applied, "pruned": _refs(prune.get("pruned")), "skipped": skipped,
         "marked": _refs(prune.get("marked")),  # prune_grace: marked for pruning, with prune_after
-        "unhealthy": unhealthy, "health": _health(applied, unhealthy, waited and not apply_failed),
+        "unhealthy": unhealthy, "health": _health(applied, unhealthy, health_waited and not apply_failed),
         "warnings": _merged(apply.get("warnings"), prune.get("warnings")),
-        # one run: its result stands for both phases, so its diff is listed once
-        "diff": [d for d in (apply.get("diff"), None if one_run else prune.get("diff")) if d],
+        # phase all: its result stands for both phases, so its diff is listed once
+        "diff": [d for d in (apply.get("diff"), None if phase_all else prune.get("diff")) if d],
         "seconds": round(seconds, 2),
     }
 
 
-def _health(applied, unhealthy, waited):
+def _health(applied, unhealthy, health_waited):
     """``not checked`` (nothing written was waited for), ``healthy`` or ``unhealthy``."""
     if unhealthy:
         return "unhealthy"
-    checked = waited and any(o.get("action") in ("created", "configured") for o in applied)
+    checked = health_waited and any(o.get("action") in ("created", "configured") for o in applied)
     return "healthy" if checked else "not checked"
 
 

@@ -16,7 +16,7 @@ __metaclass__ = type
 import json
 import sys
 
-from ansible import constants as C
+from ansible import constants as ansible_constants
 from ansible.errors import AnsibleError
 from ansible.executor.interpreter_discovery import discover_interpreter
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -214,7 +214,7 @@ class StackAction(ActionBase):
     def _effective_interpreter(self, task_vars):
         """The Python a module process would run under (``(path, how it was set)``), as ansible-core resolves it;
         runs interpreter discovery, as a module run would, when it is needed and has not run for the host yet."""
-        configured, origin = C.config.get_config_value_and_origin("INTERPRETER_PYTHON", variables=task_vars)
+        configured, origin = ansible_constants.config.get_config_value_and_origin("INTERPRETER_PYTHON", variables=task_vars)
         if isinstance(configured, str):
             configured = self._templar.template(configured)
         facts = task_vars.get("ansible_facts") or {}

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 import yaml
-from ansible import constants as C
+from ansible import constants as ansible_constants
 from ansible.errors import AnsibleError
 from ansible.parsing.dataloader import DataLoader
 from ansible.parsing.vault import VaultLib, VaultSecret
@@ -45,7 +45,7 @@ def inline_vault(name, value, indent=2):
 def make_lookup(basedir, variables=None, vault=True):
     """The lookup as Ansible loads it: options registered from DOCUMENTATION, real loader/templar."""
     options = yaml.safe_load(lookup_module.DOCUMENTATION)["options"]
-    C.config.initialize_plugin_configuration_definitions("lookup", "stacksync.k8s.manifests", options)
+    ansible_constants.config.initialize_plugin_configuration_definitions("lookup", "stacksync.k8s.manifests", options)
     loader = DataLoader()
     loader.set_basedir(str(basedir))
     if vault:

@@ -49,10 +49,10 @@ def test_fresh_reads_again_when_the_index_came_from_the_cache(tmp_path):
     second = CountingDiscovery(FakeClient(None), cache_dir=str(tmp_path))
     second.current = [CM, WIDGET]
     assert second.index.lookup("example.com", "Widget") is None and second.from_cache and second.fetches == 0
-    index, changed = second.fresh()
+    index, changed = second.server_index()
     assert changed and index.lookup("example.com", "Widget") == WIDGET and second.fetches == 1
     # already fresh: no further request
-    assert second.fresh() == (index, False) and second.fetches == 1
+    assert second.server_index() == (index, False) and second.fetches == 1
 
 
 def test_same_as():

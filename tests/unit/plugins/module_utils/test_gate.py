@@ -7,12 +7,12 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.options import Stack
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import Plan, PrunePlan
 
 
-def plan(candidates, owned=None, final=True):
+def plan(candidates, owned=None, has_facts=True):
     prune = PrunePlan()
     prune.candidates = [(ObjectId("", "ConfigMap", "web", f"c{i}"), None, {}) for i in range(candidates)]
     prune.owned = candidates if owned is None else owned
     out = Plan(None, [], [], [], prune)
-    out.final = final
+    out.has_facts = has_facts
     return out
 
 
@@ -73,30 +73,30 @@ def test_an_empty_desired_set_is_refused_unless_allowed():
 
 
 def test_the_prune_budget():
-    assert decide(desired=20, plan=plan(10, 20).prune, final=True).prune  # default: half, at least 10
-    d = decide(desired=20, plan=plan(11, 20).prune, final=True)
+    assert decide(desired=20, plan=plan(10, 20).prune, has_facts=True).prune  # default: half, at least 10
+    d = decide(desired=20, plan=plan(11, 20).prune, has_facts=True)
     assert d.code == g.OVER_BUDGET and d.refuse and not d.provisional
     assert d.message.startswith("stack 'apps': refusing to prune 11 of the stack's 20 objects")
     # a plan without its facts: provisional (facts can only take deletions away)
-    assert decide(desired=20, plan=plan(11, 20).prune, final=False).provisional
+    assert decide(desired=20, plan=plan(11, 20).prune, has_facts=False).provisional
     assert decide(desired=20, max_prune="100%", plan=plan(20, 20).prune).prune
     assert decide(desired=0, allow_empty=True, plan=plan(20, 20).prune).prune  # the whole stack, on purpose
     assert decide(caller=g.INFO, desired=1, plan=plan(20, 20).prune).prune
 
 
 def test_decide_on_plan_reads_the_facts_before_refusing():
-    finalized = []
+    read = []
 
-    def finalize():
-        finalized.append(True)
+    def with_facts():
+        read.append(True)
         return plan(5, 20)  # the facts took six candidates away
 
     facts = g.Facts(stack="apps", desired=20)
-    assert g.decide_on_plan(facts, plan(11, 20, final=False), None, finalize).prune and finalized
-    finalized.clear()
-    d = g.decide_on_plan(facts, plan(11, 20, final=True), None, finalize)
-    assert d.code == g.OVER_BUDGET and not finalized  # already final: nothing more to read
-    assert g.decide_on_plan(facts, plan(3, 20, final=False), None, finalize).prune and not finalized
+    assert g.decide_on_plan(facts, plan(11, 20, has_facts=False), None, with_facts).prune and read
+    read.clear()
+    d = g.decide_on_plan(facts, plan(11, 20, has_facts=True), None, with_facts)
+    assert d.code == g.OVER_BUDGET and not read  # already with its facts: nothing more to read
+    assert g.decide_on_plan(facts, plan(3, 20, has_facts=False), None, with_facts).prune and not read
 
 
 def test_a_stack_of_another_source_is_refused_writes_included():
@@ -142,11 +142,11 @@ def test_every_rule_answers_only_from_its_own_facts():
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
-def snapped(candidates, owned=None, final=True):
+def snapped(candidates, owned=None, has_facts=True):
     """A plan of ``candidates`` ConfigMaps (live objects with uids), on a snapshot."""
     from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Snapshot
 
-    out = plan(0, owned if owned is not None else candidates, final)
+    out = plan(0, owned if owned is not None else candidates, has_facts)
     out.snap = Snapshot()
     for i in range(candidates):
         oid = ObjectId("", "ConfigMap", "web", f"c{i}")
@@ -182,28 +182,28 @@ def test_a_stale_approved_plan_refuses_the_run_writes_included():
 
 def test_a_stale_plan_made_without_the_prune_facts_is_decided_again_with_them():
     facts = g.Facts(stack="apps", desired=3, approved=approval_of(snapped(2)), commit=COMMIT, budget_override=True)
-    finalized = []
+    read = []
 
-    def finalize():
-        finalized.append(True)
+    def with_facts():
+        read.append(True)
         return snapped(2)  # the facts take the third candidate away (another stack declares it)
 
-    assert g.decide_on_plan(facts, snapped(3, final=False), None, finalize).prune and finalized
+    assert g.decide_on_plan(facts, snapped(3, has_facts=False), None, with_facts).prune and read
 
 
 def test_a_stack_whose_deletions_are_not_approved_prunes_nothing_and_the_plan_lifts_the_budget():
     made = snapped(12, owned=12)  # 12 of 12: over the default budget
     facts = g.Facts(stack="apps", desired=0, allow_empty=False, commit=COMMIT)
     refused = approval_of(made, approved=[])
-    d = g.decide(facts.but(approved=refused, plan=made.prune, final=True))
+    d = g.decide(facts.but(approved=refused, plan=made.prune, has_facts=True))
     assert d.code == g.NOT_APPROVED and not d.refuse and not d.prune
     approved = approval_of(made)
     ok = facts.but(desired=1, approved=approved, budget_override=True)
-    assert g.decide(ok.but(plan=made.prune, final=True)).prune  # approved: the budget does not refuse it
-    assert g.decide(ok.but(budget_override=None, plan=made.prune, final=True)).code == g.OVER_BUDGET
+    assert g.decide(ok.but(plan=made.prune, has_facts=True)).prune  # approved: the budget does not refuse it
+    assert g.decide(ok.but(budget_override=None, plan=made.prune, has_facts=True)).code == g.OVER_BUDGET
     # a check that emits a plan lists what is over the budget instead of refusing it (a run needs the plan approved)
-    assert g.decide(g.Facts(stack="apps", desired=1, plan=made.prune, final=True, dry_run=True, emit_plan=True)).prune
-    assert g.decide(g.Facts(stack="apps", desired=1, plan=made.prune, final=True, dry_run=True)).code == g.OVER_BUDGET
+    assert g.decide(g.Facts(stack="apps", desired=1, plan=made.prune, has_facts=True, dry_run=True, emit_plan=True)).prune
+    assert g.decide(g.Facts(stack="apps", desired=1, plan=made.prune, has_facts=True, dry_run=True)).code == g.OVER_BUDGET
 
 
 def test_phase_apply_plans_the_prune_only_to_check_an_approved_plan():
@@ -217,7 +217,7 @@ def test_phase_apply_plans_the_prune_only_to_check_an_approved_plan():
 def test_without_the_servers_time_a_grace_period_deletes_and_marks_nothing():
     made = snapped(0)
     made.prune.waiting.append((ObjectId("", "ConfigMap", "web", "w"), None, {}, None))
-    d = decide(desired=1, grace=30, plan=made.prune, final=True)
+    d = decide(desired=1, grace=30, plan=made.prune, has_facts=True)
     assert d.code == g.NO_SERVER_TIME and not d.prune and not d.refuse and "Date header" in d.message
     made.prune.now = 1.0
-    assert decide(desired=1, grace=30, plan=made.prune, final=True).prune
+    assert decide(desired=1, grace=30, plan=made.prune, has_facts=True).prune

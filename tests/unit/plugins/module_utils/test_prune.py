@@ -35,14 +35,14 @@ def cm_id(ns, name):
     return ObjectId("", "ConfigMap", ns, name)
 
 
-def planned(client, stack, resources, final=True, **options):
-    """``(manager, plan)``: the engine's plan of syncing ``resources`` (its prune plan with its facts if ``final``)."""
+def planned(client, stack, resources, with_facts=True, **options):
+    """``(manager, plan)``: the engine's plan of syncing ``resources`` (its prune plan with its facts if ``with_facts``)."""
     m = manager(client, stack, **options)
     cs = ChangeSet()
     desired = m.prepare(resources, cs)
     stamp_all(desired, stack, None)
-    plan = m.plan(desired, cs, pruning=True, final=final)
-    plan.desired = desired  # for finalize
+    plan = m.plan(desired, cs, pruning=True, with_facts=with_facts)
+    plan.desired = desired  # for with_facts
     return m, plan
 
 
@@ -66,14 +66,14 @@ def test_facts_name_what_another_stacks_record_declares_and_the_plan_releases_it
     sync(client, mine, [namespace(ns), configmap("shared", ns), configmap("gone", ns)])
     sync(client, theirs, [configmap("shared", ns)])  # takes it over; its record declares it from now on
     sync(client, mine, [namespace(ns), configmap("shared", ns), configmap("gone", ns)])  # and mine takes it back
-    m, first = planned(client, mine, [namespace(ns)], final=False)
+    m, first = planned(client, mine, [namespace(ns)], with_facts=False)
     assert sorted(oid.name for oid, _i, _o in first.prune.candidates) == ["gone", "shared"]
     declared, contents, kept = m.pruner.facts(first.prune)
     assert declared[identity_digest(cm_id(ns, "shared"))] == [theirs] and identity_digest(cm_id(ns, "gone")) not in declared
     assert contents == {} and kept == {}
-    final = m.finalize(first.desired, first)
-    assert [(oid.name, other) for oid, _i, _o, other in final.prune.releases] == [("shared", theirs)]
-    cs, _remaining, pruned = execute(m, final)
+    complete = m.with_facts(first.desired, first)
+    assert [(oid.name, other) for oid, _i, _o, other in complete.prune.releases] == [("shared", theirs)]
+    cs, _remaining, pruned = execute(m, complete)
     assert outcome(cs) == [(PRUNED, "ConfigMap", "gone", None), (RELEASED, "ConfigMap", "shared", None)]
     assert pruned == {cm_id(ns, "gone")}
     obj = live(client, cm_path(ns, "shared"))
@@ -86,20 +86,20 @@ def test_a_namespace_that_holds_objects_not_pruned_with_it_is_kept(client):
     ns, stack = unique("p-holds"), unique("s")
     sync(client, stack, [namespace(ns), configmap("ours", ns)])
     create(client, f"/api/v1/namespaces/{ns}/configmaps", configmap("someone-elses", ns))
-    m, first = planned(client, stack, [configmap("keep", ns)], final=False)
+    m, first = planned(client, stack, [configmap("keep", ns)], with_facts=False)
     assert first.prune.holders == [ObjectId("", "Namespace", "", ns)]
     _declared, contents, _kept = m.pruner.facts(first.prune)
     assert contents[ObjectId("", "Namespace", "", ns)] == [cm_id(ns, "someone-elses")]
-    final = m.finalize(first.desired, first)
-    assert [(oid.kind, reason.code) for oid, _i, _o, reason in final.prune.kept] == [("Namespace", P.HOLDS_OTHERS)]
-    assert [oid.name for oid, _i, _o in final.prune.candidates] == ["ours"]
+    complete = m.with_facts(first.desired, first)
+    assert [(oid.kind, reason.code) for oid, _i, _o, reason in complete.prune.kept] == [("Namespace", P.HOLDS_OTHERS)]
+    assert [oid.name for oid, _i, _o in complete.prune.candidates] == ["ours"]
 
 
 def test_namespace_contents_that_cannot_be_read_keep_the_namespace(kubesim, client, tmp_path):
     ns, stack = unique("p-unread"), unique("s")
     sync(client, stack, [namespace(ns)])
     user = user_client(kubesim, tmp_path, unique("no-secrets"), deny=[{"verbs": ["list"], "resources": ["secrets"]}])
-    m, first = planned(user, stack, [configmap("keep", ns)], final=False)
+    m, first = planned(user, stack, [configmap("keep", ns)], with_facts=False)
     _declared, contents, _kept = m.pruner.facts(first.prune)
     assert contents[ObjectId("", "Namespace", "", ns)].startswith("cannot list secrets in it: 403")
 
@@ -115,7 +115,7 @@ def test_a_crd_whose_custom_resources_are_not_pruned_with_it_is_kept(kubesim, cl
     sync(client, stack, [namespace(ns), crd])
     kubesim.settle()
     create(client, f"/apis/prune.stacksync.io/v1/namespaces/{ns}/widgets", widget)  # not the stack's
-    m, first = planned(client, stack, [namespace(ns)], final=False)
+    m, first = planned(client, stack, [namespace(ns)], with_facts=False)
     _declared, contents, _kept = m.pruner.facts(first.prune)
     assert contents[ObjectId("apiextensions.k8s.io", "CustomResourceDefinition", "", WIDGETS)] == [
         ObjectId("prune.stacksync.io", "Widget", ns, "w")]
@@ -127,7 +127,7 @@ def test_without_the_records_of_every_stack_nothing_is_deleted(kubesim, client, 
     sync(client, stack, [namespace(ns), configmap("a", ns), configmap("b", ns)])
     user = user_client(kubesim, tmp_path, unique("no-records"), deny=[
         {"verbs": ["list"], "resources": ["configmaps"], "namespaces": ["", "kube-system"]}])
-    m, first = planned(user, stack, [namespace(ns), configmap("a", ns)], final=False)
+    m, first = planned(user, stack, [namespace(ns), configmap("a", ns)], with_facts=False)
     _declared, _contents, kept = m.pruner.facts(first.prune)
     assert kept[cm_id(ns, "b")].code == P.RECORDS_UNREADABLE
     assert "list configmaps in namespace kube-system" in kept[cm_id(ns, "b")]
@@ -141,7 +141,7 @@ def test_an_object_stamped_before_record_namespaces_is_kept_while_a_namesake_sta
     obj = live(client, cm_path(ns, "old"))
     patch(client, cm_path(ns, "old"), {"metadata": {"annotations": {RECORD_NAMESPACE_ANNOTATION: None},
                                                     "resourceVersion": obj["metadata"]["resourceVersion"]}})
-    m, first = planned(client, stack, [configmap("a", ns)], final=False)
+    m, first = planned(client, stack, [configmap("a", ns)], with_facts=False)
     _declared, _contents, kept = m.pruner.facts(first.prune)
     assert kept[cm_id(ns, "old")].code == P.RECORD_UNKNOWN and ns in kept[cm_id(ns, "old")]
 

@@ -51,12 +51,12 @@ def test_a_checks_plan_merges_each_stacks_apply_and_prune_runs():
     applies = {"a": result("a", entry()), "b": result("b", entry())}
     prunes = {"a": result("a", pf.stack_entry(Plan(Snapshot(), [], [], [], PrunePlan()), "src", COMMIT,
                                               over_budget=True)), "gone": result("gone", entry(None))}
-    plan = plans.host_plan("h", prepared, applies, prunes, one_run=False)
+    plan = plans.host_plan("h", prepared, applies, prunes, phase_all=False)
     assert plan["host"] == "h" and set(plan["stacks"]) == {"a", "b", "gone"}  # c failed: no plan, cannot be approved
     a = plan["stacks"]["a"]
     assert a["over_budget"] and a["repo"] == "https://git.example.com/a" and a["commit"] == COMMIT
     assert plan["stacks"]["b"]["prune"] == {}  # its prune did not run (prune: false): it deletes nothing
     assert A.parse(plan, "h").stacks == plan["stacks"]  # sealed and digested
     assert plans.stats("h", plan) == {"stacksync_plan_h": plan}
-    one = plans.host_plan("h", prepared[:1], applies, {}, one_run=True)
+    one = plans.host_plan("h", prepared[:1], applies, {}, phase_all=True)
     assert set(one["stacks"]) == {"a"}

@@ -116,17 +116,17 @@ def test_two_runs_make_one_entry():
 def test_one_run_that_failed_in_its_prune_part_reads_as_a_failed_prune():
     res = {"failed": True, "failed_phase": "prune", "msg": "refusing to prune: empty", "pruned": [],
            "counts": {"created": 0, "configured": 0, "unchanged": 2, "pruned": 0}}
-    e = sp.stack_entry(SOURCE, COMMIT, 2, res, None, one_run=True)
+    e = sp.stack_entry(SOURCE, COMMIT, 2, res, None, phase_all=True)
     assert e["failed"] and e["pruning"] == "failed" and e["msg"] == "refusing to prune: empty"
     res = dict(res, failed_phase=None, msg="apply failed")
-    e = sp.stack_entry(SOURCE, COMMIT, 2, res, None, one_run=True)
+    e = sp.stack_entry(SOURCE, COMMIT, 2, res, None, phase_all=True)
     assert e["failed"] and e["pruning"] == "not run" and e["msg"] == "apply failed"
 
 
 def test_one_run_lists_its_diff_once():
     diff = [{"before_header": "ConfigMap default/a", "after_header": "ConfigMap default/a", "before": "1", "after": "2"}]
     res = {"changed": True, "diff": diff, "counts": {"created": 0, "configured": 1, "unchanged": 0, "pruned": 0}}
-    assert sp.stack_entry(SOURCE, COMMIT, 1, res, None, one_run=True)["diff"] == [diff]
+    assert sp.stack_entry(SOURCE, COMMIT, 1, res, None, phase_all=True)["diff"] == [diff]
     prune = {"changed": True, "diff": [{"before": "x", "after": ""}], "counts": {"pruned": 1}}
     assert sp.stack_entry(SOURCE, COMMIT, 1, res, prune)["diff"] == [diff, prune["diff"]]
 
@@ -145,17 +145,17 @@ def test_a_stack_whose_source_failed_carries_the_error():
 def test_health_says_whether_the_written_objects_were_checked():
     written = {"counts": {"created": 1}, "applied": [cm("a", action="created", health="Healthy")]}
     unchanged = {"counts": {"unchanged": 1}, "applied": [cm("a", action="unchanged")]}
-    assert sp.stack_entry(SOURCE, COMMIT, 1, written, None, waited=True)["health"] == "healthy"
+    assert sp.stack_entry(SOURCE, COMMIT, 1, written, None, health_waited=True)["health"] == "healthy"
     assert sp.stack_entry(SOURCE, COMMIT, 1, written, None)["health"] == "not checked"
-    assert sp.stack_entry(SOURCE, COMMIT, 1, unchanged, None, waited=True)["health"] == "not checked"
+    assert sp.stack_entry(SOURCE, COMMIT, 1, unchanged, None, health_waited=True)["health"] == "not checked"
     failed = {"failed": True, "msg": "boom", "counts": {}}
-    assert sp.stack_entry(SOURCE, COMMIT, 1, failed, None, waited=True)["health"] == "not checked"
+    assert sp.stack_entry(SOURCE, COMMIT, 1, failed, None, health_waited=True)["health"] == "not checked"
 
 
 def test_unhealthy_objects_are_listed_with_their_reason():
     apply = {"counts": {}, "applied": [cm("a", action="created", health="Healthy"),
                                        cm("b", action="created", health="Degraded", health_reason="Failed: boom")]}
-    e = sp.stack_entry(SOURCE, COMMIT, 2, apply, {"counts": {"pruned": 0}}, waited=True)
+    e = sp.stack_entry(SOURCE, COMMIT, 2, apply, {"counts": {"pruned": 0}}, health_waited=True)
     assert [o["name"] for o in e["unhealthy"]] == ["b"] and e["health"] == "unhealthy"
 
 
@@ -282,7 +282,7 @@ def test_a_single_source_is_one_run():
     (source, commit, resources, _e), = p = prepared({"repo": "file:///r", "stack": "a", "prune": False})
     assert run(p, {}) == [("apply", "a", "all")]
     assert sp.stack_args(source, commit, resources, PARAMS, "all")["prune"] is False
-    entry = sp.stack_entry(source, commit, 0, {"changed": False, "counts": {}}, None, one_run=True)
+    entry = sp.stack_entry(source, commit, 0, {"changed": False, "counts": {}}, None, phase_all=True)
     assert entry["pruning"] == "disabled" and not entry["failed"]
     # and two sources, one without prune: the gate holds its prune run back
     assert run(prepared({"repo": "file:///r", "stack": "a", "prune": False}, {"repo": "file:///r", "stack": "b"}),

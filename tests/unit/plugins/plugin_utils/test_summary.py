@@ -121,8 +121,8 @@ def test_the_summary_does_not_repeat_the_warnings_ansible_prints():
 def test_the_health_column_says_not_checked_healthy_or_how_many_are_unhealthy():
     applied = [cm("a", action="created", health="Healthy"),
                cm("b", action="created", health="Degraded", health_reason="Failed: boom")]
-    unhealthy = sp.stack_entry(SOURCE, COMMIT, 2, {"counts": {"created": 2}, "applied": applied}, None, waited=True)
-    healthy = sp.stack_entry(SOURCE, COMMIT, 1, {"counts": {"created": 1}, "applied": applied[:1]}, None, waited=True)
+    unhealthy = sp.stack_entry(SOURCE, COMMIT, 2, {"counts": {"created": 2}, "applied": applied}, None, health_waited=True)
+    healthy = sp.stack_entry(SOURCE, COMMIT, 1, {"counts": {"created": 1}, "applied": applied[:1]}, None, health_waited=True)
     unchecked = sp.stack_entry(SOURCE, COMMIT, 2, {"counts": {"created": 2}, "applied": applied[:1]}, None)
     assert [report.health_text(e) for e in (unhealthy, healthy, unchecked)] == ["1 unhealthy", "healthy", "not checked"]
     lines = report.summary_lines("h", [unhealthy])
@@ -132,7 +132,7 @@ def test_the_health_column_says_not_checked_healthy_or_how_many_are_unhealthy():
 def test_stats_carry_the_counts_health_and_error_of_each_stack():
     applied = [cm("b", action="created", health="Degraded", health_reason="Failed: boom")]
     e = sp.stack_entry(SOURCE, COMMIT, 2, {"counts": {"created": 1}, "applied": applied}, {"counts": {"pruned": 0}},
-                       waited=True)
+                       health_waited=True)
     stats = report.stats([e])["apps"]
     assert stats["unhealthy"] == [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "b",
                                    "health": "Degraded", "reason": "Failed: boom"}]
