@@ -350,8 +350,8 @@ def page(outputs):
         line (a table, for several clusters) over every cluster. `HEALTH` says `not checked` unless the sync waited
         for the objects it wrote (`stacksync_wait`, or a stack others depend on). A failed stack fails the sync
         task itself, with the error as its message; ansible-core 2.19 and later also print where it was called from
-        (`Origin: ...`: the task of your play that includes the role, or the playbook's). `--diff` shows each changed object as YAML, without the annotations the collection
-        stamps, Secret values redacted.
+        (`Origin: ...`: the task of your play that includes the role, or the playbook's). `--diff` shows each
+        changed object as YAML, without the annotations the collection stamps, Secret values redacted.
         """)]
     for scenario in SCENARIOS:
         parts.append(f"## {scenario.title}\n\n{scenario.about}\n\n```text\n{outputs[scenario.name]}```\n")
