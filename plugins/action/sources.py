@@ -29,6 +29,7 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils import plans
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import rename as rn
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import summary as report
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.caller import caller_ds
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout, run_token
 
 display = Display()
@@ -36,6 +37,8 @@ display = Display()
 STACK = "stacksync.k8s.stack"
 INFO = "stacksync.k8s.stack_info"
 LOOKUP = "stacksync.k8s.manifests"
+#: the collection's directory as imported (a development checkout linked as a collection has another real path)
+COLLECTION_ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 
 class ActionModule(ActionBase):
@@ -45,7 +48,16 @@ class ActionModule(ActionBase):
     _supports_async = False
 
     def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars if task_vars is not None else {}
+        result = self._run(tmp, task_vars if task_vars is not None else {})
+        if result.get("failed"):
+            # ansible-core >= 2.19 shows a failed task's file and lines: the user's task that called the role,
+            # not the role's own (plugin_utils/caller.py)
+            ds = caller_ds(self._task, COLLECTION_ROOT)
+            if ds is not None:
+                self._task._ds = ds
+        return result
+
+    def _run(self, tmp, task_vars):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         validated = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
