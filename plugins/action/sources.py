@@ -18,7 +18,6 @@ import time
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
-from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
 from ansible_collections.stacksync.k8s.plugins.module_utils import approval as A
 from ansible_collections.stacksync.k8s.plugins.module_utils import vocabulary
@@ -31,12 +30,12 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import summary as report
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.caller import caller_ds
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout, run_token
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.rendering import render_terms
 
 display = Display()
 
 STACK = "stacksync.k8s.stack"
 INFO = "stacksync.k8s.stack_info"
-LOOKUP = "stacksync.k8s.manifests"
 #: the collection's directory as imported (a development checkout linked as a collection has another real path)
 COLLECTION_ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -133,12 +132,11 @@ class ActionModule(ActionBase):
             return source, "", None, str(e)
         root = co["dir"]
         src = root if source["path"] == "." else "%s/%s" % (root, source["path"])
-        lookup = lookup_loader.get(LOOKUP, loader=self._loader, templar=self._templar)
         try:
-            resources = lookup.run([src], variables=task_vars, root=root, include=source["include"] or None,
-                                   exclude=source["exclude"] or None, template_vars=source["vars"] or None,
-                                   trusted=source["trusted"], vault_id=source["vault_id"] or [],
-                                   kustomize_remote=source["kustomize_remote"])
+            resources = render_terms([src], task_vars, self._loader, self._templar, root=root,
+                                     include=source["include"] or None, exclude=source["exclude"] or None,
+                                     template_vars=source["vars"] or None, trusted=source["trusted"],
+                                     vault_id=source["vault_id"] or [], kustomize_remote=source["kustomize_remote"])
         except AnsibleError as e:
             return source, co["commit"], None, str(e)
         display.vv("stacksync [%s] stack %s: %s commit %s, %d objects rendered in %.1f s"

@@ -209,152 +209,15 @@ _list:
   elements: dict
 """
 
-import copy  # noqa: E402
-import os  # noqa: E402
-
-from ansible.errors import AnsibleError  # noqa: E402
-from ansible.parsing.vault import VaultLib  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import (  # noqa: E402
-    RenderError,
-    relaxing_flags,
-    render,
-)
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.sandbox import (  # noqa: E402
-    PLAY_VARIABLES,
-    plain_variables,
-    render_template,
-)
-
-try:  # ansible-core >= 2.19: only trusted strings are templated
-    from ansible.template import trust_as_template
-except ImportError:  # pragma: no cover - ansible-core < 2.19
-    def trust_as_template(value):
-        return value
-
-
-def error_message(exc, path, root):
-    """The lookup's message for a RenderError: the file first. With a ``root`` (the checkout), the file is
-    named by its path in the repository and the checkout's directory on the controller is never named;
-    without one, the file is relative to the term, named once at the end."""
-    if exc.path is None or root:  # the problem names the path itself, or the path is the repository's
-        return "stacksync.k8s.manifests: %s" % exc.message
-    return "stacksync.k8s.manifests: %s (in %s)" % (exc.message, path)
-
-
-def encrypted_for(b_vaulttext):
-    """The vault id a vault envelope's header names (``$ANSIBLE_VAULT;1.2;AES256;<vault id>``), else ``None``."""
-    header = b_vaulttext.lstrip().split(b"\n", 1)[0].strip().split(b";")
-    if len(header) >= 4 and header[0] == b"$ANSIBLE_VAULT" and header[3]:
-        return header[3].decode("utf-8", "replace")
-    return None
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.rendering import DEFAULTS, render_terms  # noqa: E402
 
 
 class LookupModule(LookupBase):
+    """The lookup's options, then :func:`.plugin_utils.rendering.render_terms` (what the stack and sources actions
+    call directly)."""
 
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
-        variables = variables if variables is not None else {}
-
-        root = self.get_option("root")
-        trusted = self.get_option("trusted")
-        kustomize_command = self.get_option("kustomize_command") or None
-        if not trusted and relaxing_flags(kustomize_command):
-            raise AnsibleError("stacksync.k8s.manifests: kustomize_command %s lets kustomizations reach outside their "
-                               "repository: refused unless trusted is true" % " ".join(relaxing_flags(kustomize_command)))
-        options = dict(
-            include=self.get_option("include"),
-            exclude=self.get_option("exclude"),
-            recursive=self.get_option("recursive"),
-            max_file_size=self.get_option("max_file_size"),
-            source_annotation=self.get_option("source_annotation"),
-            kustomize=kustomize_command,
-            kustomize_timeout=self.get_option("kustomize_timeout"),
-            kustomize_remote=self.get_option("kustomize_remote"),
-            decrypt=self._decrypter(self.get_option("vault_id"), trusted),
-        )
-        template_vars = self.get_option("template_vars")
-
-        manifests = []
-        seen = {}
-        for term in terms:
-            path = self._loader.path_dwim(str(term))
-            term_root = self._loader.path_dwim(root) if root else None
-            if trusted:
-                template = self._template_hook(variables, template_vars, path)
-            else:
-                template = self._sandbox_hook(variables, template_vars, path, options["max_file_size"])
-            try:
-                manifests.extend(render(
-                    path, root=term_root, template=template,
-                    seen=seen, origin=(path.rstrip("/") + "/") if len(terms) > 1 and not root else None,
-                    **options))
-            except RenderError as exc:
-                # from None: ansible-core >= 2.19 appends the cause's message, which this one already holds
-                raise AnsibleError(error_message(exc, path, term_root)) from None
-        return manifests
-
-    def _decrypter(self, vault_ids, trusted):
-        """``decrypt(b_vaulttext)`` with the play's vault secrets of the vault ids ``vault_ids`` only (every
-        secret when trusted and none is named)."""
-        vault = self._loader._vault  # pylint: disable=protected-access
-        if trusted and not vault_ids:
-            return vault.decrypt
-        secrets = [(vid, secret) for vid, secret in (vault.secrets or []) if vid in vault_ids]
-        bound = VaultLib(secrets)
-
-        def decrypt(b_vaulttext):
-            label = encrypted_for(b_vaulttext)
-            label = " (it is encrypted for vault id %r)" % label if label else ""
-            if not vault_ids:
-                raise AnsibleError("vault data is decrypted only with the vault ids named in vault_id, and none is "
-                                   "named%s: set vault_id to the vault id(s) this repository's secrets are encrypted "
-                                   "with (default for --vault-password-file)" % label)
-            if not secrets:
-                raise AnsibleError("the play has no vault secret of the vault id(s) in vault_id (%s)%s"
-                                   % (", ".join(vault_ids), label))
-            try:
-                return bound.decrypt(b_vaulttext)
-            except AnsibleError:
-                raise AnsibleError("no vault secret of the vault id(s) in vault_id (%s) decrypts it%s"
-                                   % (", ".join(vault_ids), label)) from None
-
-        return decrypt
-
-    @staticmethod
-    def _sandbox_hook(variables, template_vars, base, max_output):
-        """Templates rendered in the sandbox: ``template_vars`` and :data:`PLAY_VARIABLES` only, includes
-        confined to the term's directory."""
-        given = dict((k, variables[k]) for k in PLAY_VARIABLES if k in variables)
-        given.update(template_vars or {})
-        given = plain_variables(given)
-        directory = base if os.path.isdir(base) else os.path.dirname(base)
-
-        def template(text, path):
-            return render_template(text, path, directory, given, max_output)
-
-        return template
-
-    def _template_hook(self, variables, template_vars, base):
-        """Templates rendered with full Ansible templating (a trusted source): the play's variables."""
-        templar = self._templar
-        cache = {}
-
-        def template(text, path):
-            if "vars" not in cache:
-                if template_vars:
-                    merged = copy.deepcopy(variables)
-                    merged.update(template_vars)
-                    cache["vars"] = merged
-                else:
-                    cache["vars"] = variables
-            searchpath = [os.path.dirname(path), base]
-            if hasattr(templar, "evaluate_expression"):  # ansible-core >= 2.19
-                data_templar = templar.copy_with_new_env(available_variables=cache["vars"], searchpath=searchpath)
-                return data_templar.template(trust_as_template(text), preserve_trailing_newlines=True,
-                                             escape_backslashes=False)
-            with templar.set_temporary_context(available_variables=cache["vars"], searchpath=searchpath):
-                return templar.template(text, preserve_trailing_newlines=True, escape_backslashes=False,
-                                        convert_data=False)
-
-        return template
+        options = dict((name, self.get_option(name)) for name in DEFAULTS)
+        return render_terms(terms, variables, self._loader, self._templar, **options)

@@ -23,7 +23,6 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.common.validation import check_type_bool
 from ansible.plugins.action import ActionBase
-from ansible.plugins.loader import lookup_loader
 from ansible.release import __version__ as CORE_VERSION
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
@@ -35,6 +34,7 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import (
     interpreter_reason,
     task_reasons,
 )
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.rendering import render_terms
 
 try:  # ansible-core >= 2.19: arguments may carry data tags; encode them as for a module
     from ansible.module_utils.common.json import Direction, get_module_encoder
@@ -45,7 +45,6 @@ except ImportError:  # pragma: no cover - ansible-core < 2.19
 
 display = Display()
 
-LOOKUP = "stacksync.k8s.manifests"
 DISCOVERED_FACT = "discovered_interpreter_python"
 
 
@@ -192,10 +191,8 @@ class StackAction(ActionBase):
         args["resources"] = resources
 
     def _render(self, src, options, task_vars):
-        """The manifests under ``src``, rendered by the manifests lookup (templates, vault, kustomize)."""
-        lookup = lookup_loader.get(LOOKUP, loader=self._loader, templar=self._templar)
-        kwargs = dict((k, v) for k, v in options.items() if v is not None)
-        return lookup.run([src], variables=task_vars, **kwargs)
+        """The manifests under ``src``, rendered as the manifests lookup renders them (templates, vault, kustomize)."""
+        return render_terms([src], task_vars, self._loader, self._templar, **options)
 
     def _module_process_reasons(self, task_vars):
         enabled = task_vars.get("stacksync_in_process", True)

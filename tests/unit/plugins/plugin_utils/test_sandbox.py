@@ -194,11 +194,13 @@ def test_what_templates_use_renders(source):
 def test_sandboxed_output_is_ansible_output(source):
     """The same template with the same variables renders to the same text in the sandbox as with ansible-core's own
     templating (the trusted path), on the installed ansible-core."""
+    from ansible_collections.stacksync.k8s.plugins.plugin_utils.rendering import template_hook
+
     from tests.unit.plugins.lookup.test_manifests import make_lookup
 
     variables = {"name": "web", "labels": {"team": "a", "app": "web"}, "replicas": 3, "none_value": None}
     lookup, _ = make_lookup(source, variables)
-    trusted = lookup._template_hook(variables, {}, str(source))(ALLOWED, str(source / "cm.yaml.j2"))
+    trusted = template_hook(lookup._templar, variables, {}, str(source))(ALLOWED, str(source / "cm.yaml.j2"))
     assert render(source, ALLOWED, variables) == trusted
 
 
