@@ -18,6 +18,7 @@ from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible_collections.stacksync.k8s.plugins.module_utils import validation
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOURCE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import render as R
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import render_files
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import render
 
 from tests.conftest import REPO
@@ -779,7 +780,7 @@ def _config_map_with(keys, anchors=False):
 @pytest.mark.parametrize("anchors", [False, True])
 def test_value_limit_holds_for_documents_built_in_one_walk_and_the_general_way(tmp_path, monkeypatch, anchors):
     """6 values besides the data entries (the document, apiVersion, kind, metadata, name, data)."""
-    monkeypatch.setattr(R, "MAX_DOCUMENT_VALUES", 20)
+    monkeypatch.setattr(render_files, "MAX_DOCUMENT_VALUES", 20)
     write(tmp_path / "ok", {"cm.yaml": _config_map_with(14, anchors)})
     assert len(render(str(tmp_path / "ok"))[0]["data"]) == 14
     write(tmp_path / "over", {"cm.yaml": _config_map_with(15, anchors)})
@@ -789,7 +790,7 @@ def test_value_limit_holds_for_documents_built_in_one_walk_and_the_general_way(t
 
 
 def test_alias_bomb_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(R, "MAX_DOCUMENT_VALUES", 100)
+    monkeypatch.setattr(render_files, "MAX_DOCUMENT_VALUES", 100)
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
     write(tmp_path, {"cm.yaml": CM.format(name="bomb") + "data:\n  " + bomb.replace("\n", "\n  ") + "c: [*b, *b]\n"})
     assert "(an alias bomb?)" in render_error(tmp_path).problem
@@ -842,7 +843,7 @@ def test_an_alias_of_a_large_string_counts_its_size_each_time_it_is_used(tmp_pat
 
 
 def test_the_documents_of_a_render_share_one_expansion_budget(tmp_path, monkeypatch):
-    monkeypatch.setattr(R, "MAX_EXPANDED_SIZE", 3 * 1024 * 1024)
+    monkeypatch.setattr(render_files, "MAX_EXPANDED_SIZE", 3 * 1024 * 1024)
     one = _size_bomb(10000, 110)  # about 1.1 MB each
     write(tmp_path, {"a.yaml": one.replace("bomb", "a"), "b.yaml": one.replace("bomb", "b") + "---\n" + one})
     err = render_error(tmp_path)
