@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import time
 
 from ansible.errors import AnsibleError
@@ -21,6 +22,7 @@ from ansible.utils.display import Display
 from ansible_collections.stacksync.k8s.plugins.module_utils.info import ARGUMENT_SPEC as INFO_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import rename as rn
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import rendercache as rc
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout, run_token
 
@@ -88,22 +90,26 @@ class ActionModule(ActionBase):
         started = time.monotonic()
         # fetched once per run of this task for every host; a later task (another include of the role, a
         # second play) fetches again, so a play that commits and then syncs sees its commit
+        token = "%s/%s" % (run_token(), self._task._uuid)
         try:
-            co = checkout(source["repo"], source["version"], params["cache_dir"],
-                          token="%s/%s" % (run_token(), self._task._uuid))
+            co = checkout(source["repo"], source["version"], params["cache_dir"], token=token)
         except CheckoutError as e:
             return source, "", None, str(e)
         root = co["dir"]
         src = root if source["path"] == "." else "%s/%s" % (root, source["path"])
         lookup = lookup_loader.get(LOOKUP, loader=self._loader, templar=self._templar)
-        try:
-            resources = lookup.run([src], variables=task_vars, root=root, include=source["include"] or None,
-                                   exclude=source["exclude"] or None, template_vars=source["vars"] or None)
+        options = dict(include=source["include"] or None, exclude=source["exclude"] or None,
+                       template_vars=source["vars"] or None)
+        try:  # rendered once for every host when nothing in it can depend on the host (plugin_utils/rendercache.py)
+            resources, shared = rc.rendered_once(
+                os.path.join(root, ".git"), token, rc.cache_key(token, co["commit"], src, options),
+                lambda: rc.host_independent(src, root), lambda: lookup.run([src], variables=task_vars, root=root, **options))
         except AnsibleError as e:
             return source, co["commit"], None, str(e)
-        display.vv("stacksync [%s] stack %s: %s commit %s, %d objects rendered in %.1f s"
+        display.vv("stacksync [%s] stack %s: %s commit %s, %d objects %s in %.1f s"
                    % (self._host, source["stack"], "fetched" if co["fetched"] else "reused", co["commit"][:12],
-                      len(resources), time.monotonic() - started))
+                      len(resources), "read from this run's render (host-independent)" if shared else "rendered",
+                      time.monotonic() - started))
         return source, co["commit"], resources, None
 
     def _run_stack(self, args, task_vars, module=STACK):

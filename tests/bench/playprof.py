@@ -86,10 +86,22 @@ def merged(outdir):
     return pstats.Stats(*files, stream=io.StringIO())
 
 
-def top(stats, n=25, key="tottime"):
-    """``[(function, calls, own s, cumulative s)]``: the top ``n`` by ``key`` (``tottime`` or ``cumtime``)."""
+#: functions that wait (for the server, another thread, a child process) rather than compute
+WAITS = ("time.sleep", "'acquire' of '_thread", "'get' of '_queue.SimpleQueue'", "'read' of '_ssl._SSLSocket'",
+         "'do_handshake' of '_ssl", "select.poll", "posix.waitpid", "'poll' of 'select", "'select' of 'select")
+
+
+def waits(func):
+    """True for a function that waits (``WAITS``): its own time is not CPU."""
+    return func[0] == "~" and any(w in func[2] for w in WAITS)
+
+
+def top(stats, n=25, key="tottime", skip_waits=True):
+    """``[(function, calls, own s, cumulative s)]``: the top ``n`` by ``key`` (``tottime`` or ``cumtime``), without
+    the functions that wait (:data:`WAITS`) unless ``skip_waits`` is false."""
     index = 2 if key == "tottime" else 3
-    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][index])[:n]
+    items = [kv for kv in stats.stats.items() if not (skip_waits and waits(kv[0]))]
+    rows = sorted(items, key=lambda kv: -kv[1][index])[:n]
     return [(_name(func), nc, round(tt, 3), round(ct, 3)) for func, (_cc, nc, tt, ct, _callers) in rows]
 
 
@@ -123,7 +135,8 @@ def main(argv=None):
     if args.match:
         stats.stats = {f: v for f, v in stats.stats.items() if args.match in f[0]}
     total = sum(v[2] for v in stats.stats.values())
-    print(f"total own time {total:.3f} s")
+    waited = sum(v[2] for f, v in stats.stats.items() if waits(f))
+    print(f"total own time {total:.3f} s, of which waiting {waited:.3f} s (every process and thread)")
     print("\nby own time:\n" + markdown(top(stats, args.top, "tottime")))
     print("\nby cumulative time:\n" + markdown(top(stats, args.top, "cumtime")))
     return 0

@@ -26,7 +26,7 @@ def closed_port():
 
 def dead_client():
     """A client of a server that refuses connections, retrying fast."""
-    return KubeClient("https://127.0.0.1:%d" % closed_port(), max_attempts=2, backoff=0.001, retry_budget=5)
+    return KubeClient(f"https://127.0.0.1:{closed_port()}", max_attempts=2, backoff=0.001, retry_budget=5)
 
 
 def test_an_offered_answer_is_taken_once_then_the_server_is_asked():
@@ -73,10 +73,10 @@ def test_a_discovery_that_failed_ahead_fails_the_run_once():
     tried = client.counts["GET"]
     assert tried == 2  # the first discovery request, with its retries, then nothing more
     with pytest.raises(ApiError):
-        prefetch.discovery.index  # the engine's first read raises the same error, without asking again
+        _ = prefetch.discovery.index  # the engine's first read raises the same error, without asking again
     assert client.counts["GET"] == tried
     with pytest.raises(ApiError):
-        prefetch.discovery.index  # raised once: a later read asks again
+        _ = prefetch.discovery.index  # raised once: a later read asks again
     assert client.counts["GET"] > tried
     prefetch.close()
 
@@ -86,7 +86,7 @@ def test_failed_with_raises_once():
     error = ApiError(0, "ConnectionError", "cannot reach")
     discovery.failed_with(error)
     with pytest.raises(ApiError) as e:
-        discovery.index
+        _ = discovery.index
     assert e.value is error and discovery.client.counts == {}
 
 
@@ -104,7 +104,7 @@ def test_recorded_kinds_are_those_of_the_stacks_own_record():
 
 def manifests(n, value="v"):
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}
-    cms = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm-%d" % i, "namespace": NS},
+    cms = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}", "namespace": NS},
             "data": {"k": value}} for i in range(n)]
     return [ns, *cms]
 
@@ -138,10 +138,10 @@ def test_a_sync_that_writes_plans_again_on_fresh_reads(kube):
     assert prefetch.ready(30)
     for future in list(ahead._offers.values()):
         future.result()  # the reads ahead are done: they still see cm-0
-    assert kube.http.request("DELETE", "/api/v1/namespaces/%s/configmaps/cm-0" % NS)[0] == 200
+    assert kube.http.request("DELETE", f"/api/v1/namespaces/{NS}/configmaps/cm-0")[0] == 200
     changes = sync(ahead, manifests(3, value="changed"), prefetch.discovery)  # writes: plans again under the Lease
     actions = {e.oid.name: e.action for e in changes.entries}
     assert actions["cm-0"] == "created", actions  # seen gone by the fresh reads, not "configured" from the stale ones
     assert actions["cm-1"] == "configured"
-    assert kube.http.get("/api/v1/namespaces/%s/configmaps/cm-0" % NS)[1]["data"] == {"k": "changed"}
+    assert kube.http.get(f"/api/v1/namespaces/{NS}/configmaps/cm-0")[1]["data"] == {"k": "changed"}
     prefetch.close()
