@@ -100,10 +100,18 @@ class ActionModule(ActionBase):
         lookup = lookup_loader.get(LOOKUP, loader=self._loader, templar=self._templar)
         options = dict(include=source["include"] or None, exclude=source["exclude"] or None,
                        template_vars=source["vars"] or None)
-        try:  # rendered once for every host when nothing in it can depend on the host (plugin_utils/rendercache.py)
-            resources, shared = rc.rendered_once(
-                os.path.join(root, ".git"), token, rc.cache_key(token, co["commit"], src, options),
-                lambda: rc.host_independent(src, root), lambda: lookup.run([src], variables=task_vars, root=root, **options))
+
+        def render():
+            return lookup.run([src], variables=task_vars, root=root, **options)
+
+        shared = False
+        try:
+            if len(task_vars.get("ansible_play_hosts_all") or ()) > 1:  # once for every host if it can (rendercache.py)
+                resources, shared = rc.rendered_once(os.path.join(root, ".git"), token,
+                                                     rc.cache_key(token, co["commit"], src, options),
+                                                     lambda: rc.host_independent(src, root), render)
+            else:
+                resources = render()
         except AnsibleError as e:
             return source, co["commit"], None, str(e)
         display.vv("stacksync [%s] stack %s: %s commit %s, %d objects %s in %.1f s"
@@ -118,6 +126,7 @@ class ActionModule(ActionBase):
         action = self._shared_loader_obj.action_loader.get(
             module, task=task, connection=self._connection, play_context=self._play_context, loader=self._loader,
             templar=self._templar, shared_loader_obj=self._shared_loader_obj)
+        action.rendered_by_caller = isinstance(args.get("resources"), list)  # rendered by _prepare: not copied again
         return action.run(task_vars=task_vars)
 
     # -- stacks named otherwise before 0.2.0: taken over once (plugin_utils/rename.py) -------------

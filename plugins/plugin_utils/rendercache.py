@@ -15,7 +15,7 @@ directory (symlinks followed as the render follows them), there is:
 
 The render is then kept as JSON in the checkout's ``.git`` directory (private to the controller user,
 like the checkout), for this run only: the first host renders while the others wait, the others read it.
-Every other source is rendered by each host, as before.
+Every other source is rendered by each host, as before, and a play of one host keeps nothing.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -99,14 +99,15 @@ def _read(path, token):
 
 
 def _write(directory, path, token, manifests):
-    """Keep the render (atomically; None: :data:`NOT_SHARED`), and drop what earlier runs kept."""
+    """Keep the render (atomically; None: :data:`NOT_SHARED`), and drop what earlier runs kept (other keys)."""
     for old in glob.glob(os.path.join(directory, PREFIX + "*.json")):
-        if old != path and _read(old, token) is None:
+        if old != path:
             with contextlib.suppress(OSError):
                 os.remove(old)
+    text = json.dumps({"token": token, "shared": manifests is not None, "manifests": manifests}, separators=(",", ":"))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + PREFIX)
     with os.fdopen(fd, "w") as f:
-        json.dump({"token": token, "shared": manifests is not None, "manifests": manifests}, f, separators=(",", ":"))
+        f.write(text)
     os.rename(tmp, path)
 
 

@@ -97,8 +97,9 @@ def run_in_process(runner, params, validated, argument_spec, rendered=False):
     :param params: the validated parameters (``src`` already rendered into ``resources``).
     :param validated: the ``ValidationResult`` they come from (alias warnings, no_log values).
     :param argument_spec: the module's spec (the invocation lists ``resources`` by identity, as the module does).
-    :param rendered: ``resources`` were rendered from ``src`` by this task: plain values already (the render gives
-        only JSON values, never tagged ones), the task's own, so not copied again.
+    :param rendered: ``resources`` were rendered from ``src`` by this task (or by the ``stacksync.k8s.sources`` task
+        that runs it): plain values already (the render gives only JSON values, never tagged ones), the task's own,
+        so not copied again.
     """
     # plain values, as a module process would receive them (ansible-core 2.19 tags templated values)
     if rendered:
@@ -132,6 +133,8 @@ class StackAction(ActionBase):
     MODULE = None
     ARGUMENT_SPEC = None
     MUTUALLY_EXCLUSIVE = None
+    #: ``resources`` were rendered by the action that runs this one (``stacksync.k8s.sources``): plain values, its own
+    rendered_by_caller = False
 
     TRANSFERS_FILES = False
     _supports_check_mode = True
@@ -199,7 +202,7 @@ class StackAction(ActionBase):
 
     def _render_src(self, args, params, task_vars):
         """Replace ``src`` (and ``render``) of ``args`` and ``params`` with the manifests it renders to, if given."""
-        self._rendered = False
+        self._rendered = self.rendered_by_caller
         if params.get("src") is None:
             return
         resources = self._render(params["src"], params.get("render") or {}, task_vars)
