@@ -20,7 +20,6 @@ fi
 
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
 export ANSIBLE_NOCOLOR=${ANSIBLE_NOCOLOR:-1}
-export ANSIBLE_CALLBACK_RESULT_FORMAT=yaml
 export ANSIBLE_LOCALHOST_WARNING=false
 export ANSIBLE_INVENTORY_UNPARSED_WARNING=false
 export ANSIBLE_RETRY_FILES_ENABLED=false
@@ -28,7 +27,8 @@ export GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.com GIT_COMMITTER_NAME
 export GIT_CONFIG_NOSYSTEM=1
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/stacksync-demo-XXXXXX")
-started=$SECONDS
+# `make demo` passes the time it started (before it built .venv-demo), so the steps count from there
+started=$((SECONDS - ($(date +%s) - ${STACKSYNC_DEMO_STARTED:-$(date +%s)})))
 sim_pid=""
 cleanup() {
   if [ -n "$sim_pid" ] && kill -0 "$sim_pid" 2>/dev/null; then
@@ -94,13 +94,20 @@ stacksync_sources:
 YAML
 
 sync() {
-  "$venv/bin/ansible-playbook" stacksync.k8s.sync -i "$work/clusters.yml" -e @"$work/sources.yml" "$@" \
-    | tee "$work/last-run.log"
+  if ! "$venv/bin/ansible-playbook" stacksync.k8s.sync -i "$work/clusters.yml" -e @"$work/sources.yml" "$@" \
+      >"$work/last-run.log" 2>&1; then
+    cat "$work/last-run.log"
+    echo "demo: ansible-playbook stacksync.k8s.sync $* failed (its output is above)" >&2
+    return 1
+  fi
 }
 
 summary() {
-  # The table the sync prints at the end (and, under it, what each stack created, changed and pruned).
-  awk '/^stacksync summary \[/ {p = 1; print; next} p && /^  / {print; next} {p = 0}' "$work/last-run.log"
+  # What the sync said: a line per stack as it writes and when it is done, the table at the end (and, under it,
+  # what each stack created, changed and pruned), then the line over every cluster and Ansible's recap.
+  awk '/^stacksync (summary )?\[/ {p = /^stacksync summary/; print; next}
+       /^stacksync: / {print; next} p && /^  / {print; next} {p = 0}
+       /^PLAY RECAP/ {r = 1; next} r && NF {sub(/ +$/, ""); print}' "$work/last-run.log"
 }
 
 step "First sync: ansible-playbook stacksync.k8s.sync creates everything"
@@ -110,7 +117,7 @@ summary
 step "Second sync without changes: nothing to do (changed=0)"
 sync >/dev/null
 summary
-grep -E '^demo-cluster +: .*changed=0 ' "$work/last-run.log"
+grep -qE '^demo-cluster +: .*changed=0 ' "$work/last-run.log"
 
 step "Changes in git: replicas 2 -> 3, a new log level, and git rm configmap-feature-flags.yaml"
 sed -i 's/replicas: 2/replicas: 3/' "$repo/deployment.yaml"

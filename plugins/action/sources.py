@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, stacksync.k8s contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action plugin of ``stacksync.k8s.sources``: fetch, render, apply every stack, then prune every stack.
+"""Action plugin of ``stacksync.k8s.sources``: fetch, render, apply every stack, then prune what the prune gate lets.
 
 The I/O is here (git checkouts, the manifests lookup, ``stacksync.k8s.stack`` runs, the lines printed);
 what to run in which order and how results read is in ``plugin_utils/sources.py``.
@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 import time
 
@@ -19,11 +20,16 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
+from ansible_collections.stacksync.k8s.plugins.module_utils import approval as A
+from ansible_collections.stacksync.k8s.plugins.module_utils import vocabulary
 from ansible_collections.stacksync.k8s.plugins.module_utils.info import ARGUMENT_SPEC as INFO_SPEC
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, write_plan
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import plans
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import rename as rn
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import rendercache as rc
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import summary as report
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout, run_token
 
 display = Display()
@@ -45,36 +51,56 @@ class ActionModule(ActionBase):
         del tmp
         validated = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
         if validated.error_messages:
-            result.update(failed=True, msg="stacksync.k8s.sources: %s" % validated.errors.msg)
+            result.update(failed=True, msg="stacksync.k8s.sources: %s" % validated.errors.msg, stacksync_results=[])
             return result
         params = validated.validated_parameters
         self._host = task_vars.get("inventory_hostname", "localhost")
         try:
             sources = sp.order(sp.resolve(params["sources"], dict(
                 version=params["version"], path=params["path"], prune=params["prune"])))
-        except sp.SourceError as e:
-            result.update(failed=True, msg=str(e))
+            self._approved = self._approved_plan(params["approved_plan"], task_vars)
+        except (sp.SourceError, A.PlanError) as e:
+            result.update(failed=True, msg=str(e), stacksync_results=[])
             return result
-        entries = self._sync([self._prepare(s, params, task_vars) for s in sources], params, task_vars)
+        # who calls (the task variable role stacksync.k8s.sync sets): messages name the options in its words
+        caller = self._templar.template(task_vars.get(vocabulary.CALLER_VAR))
+        self._caller = caller if caller in vocabulary.CALLERS else "module"
+        self._sources = dict((s["stack"], s) for s in sources)
+        self._emitting = bool(self._task.check_mode and (params["emit_plan"] or params["plan_file"]))
+        self._notes = []
+        prepared = [self._prepare(s, params, task_vars) for s in sources]
+        entries = self._sync(prepared, params, task_vars)
         if params["summary"]:
-            display.display("\n".join(sp.summary_lines(self._host, entries, bool(self._task.check_mode))))
-        result.update(
-            changed=any(e["changed"] for e in entries),
-            stacks=[e["stack"] for e in entries],
-            ansible_facts={"stacksync_results": entries},
-            ansible_stats={"data": {"stacksync": {self._host: sp.stats(entries)}}, "per_host": False,
-                           "aggregate": True},
-        )
-        warnings = ["stack %s: %s" % (e["stack"], w) for e in entries for w in e["warnings"]]
+            display.display("\n".join(report.summary_lines(self._host, entries, bool(self._task.check_mode))))
+        return self._result(result, entries, prepared, params)
+
+    def _result(self, result, entries, prepared, params):
+        """The task's result: ``stacksync_results`` as a fact (a task that fails sets no facts, so the result
+        holds them too: role ``stacksync.k8s.sync`` sets the fact from it whatever happened), the stats, the
+        warnings and diffs of every stack; failed, with the error as its message, if a stack failed."""
+        warnings = self._notes + ["stack %s: %s" % (e["stack"], report.own_words(e["stack"], w)) for e in entries
+                                  for w in e["warnings"]]
         if warnings:
             result["warnings"] = warnings
         diffs = [d for e in entries for ds in e.pop("diff") for d in (ds if isinstance(ds, list) else [ds])]
         if diffs:
             result["diff"] = diffs
+        result.update(
+            changed=any(e["changed"] for e in entries),
+            stacks=[e["stack"] for e in entries],
+            ansible_facts={"stacksync_results": entries},
+            ansible_stats={"data": {"stacksync": {self._host: report.stats(entries)}}, "per_host": False,
+                           "aggregate": True},
+        )
+        if self._emitting:
+            self._emit(result, prepared, params)
         failed = [e["stack"] for e in entries if e["failed"]]
         if failed:
-            # the message is the error; the details are in the result (stacksync_results)
-            result.update(failed=True, failed_stacks=failed, msg=sp.failure_message(entries))
+            # the message is the error; a failed task's facts and stats are dropped by Ansible, and Ansible prints
+            # its whole result: the objects left unchanged are not listed there (thousands, for a large stack)
+            del result["ansible_facts"], result["ansible_stats"]
+            result.update(failed=True, failed_stacks=failed, msg=report.failure_message(entries),
+                          stacksync_results=[report.written_only(e) for e in entries])
         return result
 
     # -- the edges: git, rendering, stack runs ------------------------------------------------------
@@ -92,14 +118,15 @@ class ActionModule(ActionBase):
         # second play) fetches again, so a play that commits and then syncs sees its commit
         token = "%s/%s" % (run_token(), self._task._uuid)
         try:
-            co = checkout(source["repo"], source["version"], params["cache_dir"], token=token)
+            co = self._checkout(source, params)
         except CheckoutError as e:
             return source, "", None, str(e)
         root = co["dir"]
         src = root if source["path"] == "." else "%s/%s" % (root, source["path"])
         lookup = lookup_loader.get(LOOKUP, loader=self._loader, templar=self._templar)
         options = dict(include=source["include"] or None, exclude=source["exclude"] or None,
-                       template_vars=source["vars"] or None)
+                       template_vars=source["vars"] or None, trusted=source["trusted"],
+                       vault_id=source["vault_id"] or [], kustomize_remote=source["kustomize_remote"])
 
         def render():
             return lookup.run([src], variables=task_vars, root=root, **options)
@@ -120,13 +147,64 @@ class ActionModule(ActionBase):
                       time.monotonic() - started))
         return source, co["commit"], resources, None
 
-    def _run_stack(self, args, task_vars, module=STACK):
+    def _checkout(self, source, params):
+        """The checkout of ``source``: its version, or the approved plan's commit of its stack (reported if the
+        version now resolves elsewhere)."""
+        token = "%s/%s" % (run_token(), self._task._uuid)
+        co = checkout(source["repo"], source["version"], params["cache_dir"], token=token)
+        commit = plans.pinned(self._approved, source["stack"])
+        if commit and co["commit"] != commit:
+            note = plans.moved_message(source["version"], co["commit"], commit)
+            self._say(source["stack"], note)
+            self._notes.append("stack %s: %s" % (source["stack"], note))
+            co = checkout(source["repo"], commit, params["cache_dir"], token=token)
+        return co
+
+    # -- the run's plan: an approved one it is held to, or the one a check emits (plugin_utils/plans.py) -------------
+
+    def _approved_plan(self, value, task_vars):
+        """The host's part of the approved plan (:class:`.approval.Parsed`), or None; raises PlanError."""
+        if value is None:
+            return None
+        value = plans.approved_value(value, self._host, dict(
+            (k, self._templar.template(v)) for k, v in task_vars.items() if k == plans.artifact_key(self._host)))
+        if isinstance(value, str):
+            try:
+                with open(os.path.expanduser(value), "rb") as f:
+                    value = json.loads(f.read().decode("utf-8"))
+            except (OSError, ValueError) as e:
+                raise A.PlanError("approved_plan %s: %s" % (value, e)) from None
+        parsed = None if value is None else A.parse(value, self._host)
+        if parsed is not None:
+            display.display("stacksync [%s] syncing the approved plan (%d stacks): its commits, and of what it would "
+                            "delete only what the plan lists" % (self._host, len(parsed.stacks)))
+        return parsed
+
+    def _emit(self, result, prepared, params):
+        """The host's plan of a check: returned, written to ``plan_file``, and the host's artifact (set_stats)."""
+        plan = plans.host_plan(self._host, prepared, self._results["apply"], self._results["prune"],
+                               sp.single_run(prepared))
+        result["plan"] = plan
+        result["ansible_stats"]["data"].update(plans.stats(self._host, plan))
+        if params["plan_file"]:
+            try:
+                write_plan(params["plan_file"], plan)
+            except RunFailed as e:
+                result.update(failed=True, msg=e.msg)
+
+    def _run_stack(self, args, task_vars, module=STACK, announce=None):
+        """The result of a ``stacksync.k8s.stack`` (or ``module``) run of ``args``; ``announce(verb, done, total)`` is
+        told of its progress as it writes (the first call prints the line that says what it is writing)."""
+        source = self._sources.get(args["name"]) or {}  # a stack of an older name (rename.py) speaks as its source
+        names = vocabulary.stack_names(self._caller, source.get("index"), args, source.get("given") or ())
         task = self._task.copy(exclude_parent=False, exclude_tasks=True)
         task.args = args
         action = self._shared_loader_obj.action_loader.get(
             module, task=task, connection=self._connection, play_context=self._play_context, loader=self._loader,
             templar=self._templar, shared_loader_obj=self._shared_loader_obj)
         action.rendered_by_caller = isinstance(args.get("resources"), list)  # rendered by _prepare: not copied again
+        action.stacksync_progress = announce
+        action.stacksync_vocabulary = names  # in the controller's process; a module process speaks the module's
         return action.run(task_vars=task_vars)
 
     # -- stacks named otherwise before 0.2.0: taken over once (plugin_utils/rename.py) -------------
@@ -144,6 +222,8 @@ class ActionModule(ActionBase):
     def _take_overs(self, prepared, params, task_vars):
         """``{legacy name: [source]}``: the legacy stacks this run takes over (:func:`.rename.takes_over`)."""
         out = {}
+        if self._approved is not None:  # the plan lists no deletion of a legacy stack: its take-over waits
+            return out
         for legacy, sources in rn.renames([p[0] for p in prepared if not p[3]]).items():
             read, old = self._record(legacy, sources[0], params, task_vars)
             if not read or not old:
@@ -166,67 +246,57 @@ class ActionModule(ActionBase):
             self._say(s["stack"], rn.rename_line(legacy, absent, bool(self._task.check_mode)))
 
     def _say(self, stack, text):
-        display.display("stacksync [%s] stack %s: %s" % (self._host, stack, text))
+        if text:
+            display.display("stacksync [%s] stack %s: %s" % (self._host, stack, text))
 
-    # -- the sync: apply every stack (in dependency order), then prune every stack (in reverse) ------
+    def _announcer(self, source, commit, resources, then_wait):
+        """``announce(verb, done, total)`` for :meth:`_run_stack`: the first call says what the run writes."""
+        said = []
+        origin = "%s%s @ %s" % (source["repo_label"], "" if source["path"] == "." else " " + source["path"],
+                                commit[:12])
+
+        def announce(verb, done, total):
+            if not said:
+                said.append(verb)
+                self._say(source["stack"], report.start_line(verb, done, total, len(resources or []), origin,
+                                                             then_wait))
+        return announce
+
+    # -- the sync: the steps of plugin_utils/sources.next_step (apply in order, then prune in reverse) -------------
 
     def _sync(self, prepared, params, task_vars):
-        present = [p for p in prepared if p[0]["state"] == "present"]
-        one_run = len(prepared) == 1 and bool(present) and present[0][0]["prune"]
         waited = sp.dependents([p[0] for p in prepared])
         take_overs = self._take_overs(prepared, params, task_vars)
-        applied, failed, seconds = {}, set(), {}
-        for source, commit, resources, error in present:
-            blocked = sp.blocked_by(source, failed)
-            if error:
-                failed.add(source["stack"])
-                self._say(source["stack"], "not applied: its source could not be fetched or rendered (the error is in "
-                                           "the task's message)")
+        declarations = dict((s["stack"], sp.declared(r)) for s, _c, r, e in prepared if s["state"] == "present" and not e)
+        done, results, seconds = {}, {"apply": {}, "prune": {}}, {}
+        step = sp.next_step(prepared, done)
+        while step is not None:
+            stack = step.source["stack"]
+            if step.phase is None:  # not run: a stack not applied says why; a prune the gate holds back is silent
+                done.setdefault(stack, {})[step.stage] = sp.FAILED if step.stage == "apply" else sp.NOT_RUN
+                if step.stage == "apply":
+                    self._say(stack, step.message)
+                step = sp.next_step(prepared, done)
                 continue
-            if blocked:
-                failed.add(source["stack"])
-                self._say(source["stack"], "not applied: it depends on %s, which failed" % ", ".join(blocked))
-                continue
-            self._say(source["stack"], "applying %d objects from %s %s @ %s%s"
-                      % (len(resources), source["repo_label"], source["path"], commit[:12],
-                         ", then waiting until they are healthy" if source["stack"] in waited else ""))
             started = time.monotonic()
-            args = sp.stack_args(source, commit, resources, params, "all" if one_run else "apply",
-                                 wait=source["stack"] in waited)
-            res = self._run_stack(args, task_vars)
-            seconds[source["stack"]] = time.monotonic() - started
-            applied[source["stack"]] = res
-            if res.get("failed"):
-                failed.add(source["stack"])
-            self._say(source["stack"], self._outcome(res, seconds[source["stack"]], "all" if one_run else "apply"))
-        pruned = {}
-        if not failed and not one_run:
-            for source, commit, resources, _error in reversed(prepared):
-                if source["state"] == "present" and not source["prune"]:
-                    continue
-                started = time.monotonic()
-                res = self._run_stack(sp.stack_args(source, commit, resources, params, "prune"), task_vars)
-                took = time.monotonic() - started
-                seconds[source["stack"]] = seconds.get(source["stack"], 0.0) + took
-                pruned[source["stack"]] = res
-                self._say(source["stack"], self._outcome(res, took, "prune" if source["state"] == "present" else "delete"))
+            others = sp.other_sources(prepared, step.source, params, declarations)
+            wait = step.stage == "apply" and stack in waited
+            args = sp.stack_args(step.source, step.commit, step.resources, params, step.phase, wait=wait, others=others)
+            res = self._run_stack(dict(args, **plans.stack_plan_args(self._approved, stack, self._emitting)),
+                                  task_vars, announce=self._announcer(step.source, step.commit, step.resources, wait))
+            took = time.monotonic() - started
+            seconds[stack] = seconds.get(stack, 0.0) + took
+            results[step.stage][stack] = res
+            done.setdefault(stack, {})[step.stage] = sp.FAILED if res.get("failed") else sp.DONE
+            self._say(stack, report.outcome_line(stack, res, took, step.phase, self._task.check_mode))
+            step = sp.next_step(prepared, done)
+        self._results = results
+        one_run = sp.single_run(prepared)
+        failed = set(s for s, stages in done.items() if stages.get("apply") == sp.FAILED)
         for legacy, sources in take_overs.items() if not failed else ():
-            self._take_over(legacy, sources, params, task_vars, applied if one_run else pruned)
-        return [sp.stack_entry(s, commit, len(resources or []), applied.get(s["stack"]), pruned.get(s["stack"]),
-                               one_run=one_run, seconds=seconds.get(s["stack"], 0.0),
-                               blocked=sp.blocked_by(s, failed) if s["stack"] not in applied else None, error=error)
+            self._take_over(legacy, sources, params, task_vars, results["apply"] if one_run else results["prune"])
+        return [sp.stack_entry(s, commit, len(resources or []), results["apply"].get(s["stack"]),
+                               results["prune"].get(s["stack"]), one_run=one_run, seconds=seconds.get(s["stack"], 0.0),
+                               blocked=sp.blocked_by(s, failed) if s["stack"] not in results["apply"] else None,
+                               error=error, waited=bool(params.get("wait")) or s["stack"] in waited)
                 for s, commit, resources, error in prepared]
-
-    @staticmethod
-    def _outcome(res, seconds, phase):
-        """The line printed when a stack's run ends (``phase``: apply, all, prune or delete)."""
-        c = res.get("counts") or {}
-        if res.get("failed"):
-            return "FAILED after %.1f s (the error is in the task's message)" % seconds
-        if phase in ("prune", "delete"):
-            return "%s %d objects in %.1f s" % ("pruned" if phase == "prune" else "deleted", c.get("pruned", 0), seconds)
-        parts = ["%s %d" % (k, c.get(k, 0)) for k in ("created", "configured", "unchanged")]
-        if phase == "all":
-            parts.append("pruned %d" % c.get("pruned", 0))
-        parts.append("skipped %d" % len(res.get("skipped_objects") or []))
-        return "%s in %.1f s" % (", ".join(parts), seconds)

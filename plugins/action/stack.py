@@ -15,13 +15,14 @@ import os
 
 from ansible.utils.display import Display
 from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
-from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Progress, interval_from_env
+from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Progress, interval_from_env, tee
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,
     run_stack,
     start_prefetch,
 )
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import spoken
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import (
     StackAction,
     args_json,
@@ -78,5 +79,9 @@ class ActionModule(StackAction):
     def _runner(self, params, warn):
         progress = Progress(display.v, interval_from_env(os.environ), prefix="stack %s: " % params["name"])
         prefetch, self._prefetched = self._prefetched, None  # the run closes it
-        return run_stack(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff), warn=warn,
-                         verbosity=display.verbosity, progress=progress, prefetch=prefetch)
+        # set by the stacksync.k8s.sources action, which runs this one: told of the run's progress too
+        progress = tee(progress, getattr(self, "stacksync_progress", None))
+        # set by the stacksync.k8s.sources action too: the names of the options in its caller's words
+        with spoken(getattr(self, "stacksync_vocabulary", None)):
+            return run_stack(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff), warn=warn,
+                             verbosity=display.verbosity, progress=progress, prefetch=prefetch)

@@ -31,8 +31,30 @@ options:
         description: Descend into subdirectories (default V(true)).
         type: bool
       template_vars:
-        description: Extra variables for C(*.j2) templates, on top of the task's variables.
+        description:
+          - Variables for C(*.j2) templates. Sandboxed templates (the default) get these and C(inventory_hostname)
+            only; with O(render.trusted=true), they are added to the task's variables.
         type: dict
+      trusted:
+        description:
+          - Render C(*.j2) templates with full Ansible templating (the task's variables, every filter, test and
+            lookup) and decrypt vault data with every vault secret of the play (unless O(render.vault_id) is set),
+            instead of in the sandbox (default V(false)). B(A template can then run commands on the controller and
+            copy any variable, credentials included, into a manifest), so it is only for a repository whose authors
+            are as trusted as the playbook's. See the C(stacksync.k8s.manifests) lookup's O(stacksync.k8s.manifests#lookup:trusted)
+            for what the sandbox allows.
+        type: bool
+      vault_id:
+        description:
+          - The vault ids (labels of C(--vault-id label@source); C(default) for C(--vault-password-file)) whose
+            secrets may decrypt the vault data of O(src). Default none (with O(render.trusted=true), all of them).
+        type: list
+        elements: str
+      kustomize_remote:
+        description:
+          - Let kustomizations refer to remote bases, resources and files, which kustomize fetches from the
+            network (default V(false), refused before kustomize runs).
+        type: bool
       max_file_size:
         description: Refuse manifest files larger than this many bytes (default 10 MiB). C(0) disables the limit.
         type: int

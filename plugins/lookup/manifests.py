@@ -16,22 +16,42 @@ description:
     dictionaries, in a deterministic order (files sorted by path, documents in file order).
   - C(*.yaml), C(*.yml) and C(*.json) files are read; multi-document YAML is split and empty documents are
     skipped; a C(List) (any kind ending in C(List) that holds C(items)) is flattened into its items.
-  - C(*.j2) files (for example C(configmap.yaml.j2)) are Jinja2 templates rendered with the play's variables,
-    like M(ansible.builtin.template).
-  - Files encrypted with ansible-vault and inline C(!vault) values are decrypted with the play's vault secrets.
+  - C(*.j2) files (for example C(configmap.yaml.j2)) are Jinja2 templates. A repository's templates are input,
+    not code, so they render B(in a sandbox) unless O(trusted=true) (see O(trusted) and the collection's
+    C(docs/security.md)). A sandboxed template gets only O(template_vars) and C(inventory_hostname) (never
+    C(hostvars), other variables of the play or any credential); it cannot run lookups (C(lookup), C(query), C(q));
+    it may include, import or extend only files under the term's directory, by a relative path without C(..);
+    it may use the filters and tests listed under O(trusted) and no attribute starting with C(_). Its output is at
+    most O(max_file_size) characters. A template that uses what it may not fails, naming the file, the line and
+    what was refused, before anything is returned.
+  - With O(trusted=true), templates are rendered with the play's variables and every filter, test and lookup,
+    like M(ansible.builtin.template), for repositories whose every author may run code on the controller.
+  - Files encrypted with ansible-vault and inline C(!vault) values are decrypted with the play's vault secrets of
+    the vault ids in O(vault_id) only (with O(trusted=true) and no O(vault_id), with all of them), so that a vault
+    value copied from another tenant's repository (or from the inventory) is not decrypted here.
   - A directory containing C(kustomization.yaml), C(kustomization.yml) or C(Kustomization) is rendered with
     C(kustomize build) (or C(kubectl kustomize) when no C(kustomize) binary is on E(PATH)); its files are not
     also read one by one.
   - A kustomize Component (a directory below the term whose kustomization's C(kind) is C(Component)) is not rendered on
     its own; the kustomizations that list it in C(components) apply it to their resources.
+  - Kustomizations load files from their own directory only (kustomize's C(--load-restrictor LoadRestrictionsRootOnly),
+    written out in the default command). Before kustomize runs, the kustomization and every local kustomization it
+    refers to are read, and a reference that resolves outside O(root) is refused, as is, unless
+    O(kustomize_remote=true), every remote one (like Flux's C(--no-remote-bases)) - a URL or git repository in
+    C(resources), C(bases), C(components), C(generators), C(transformers), C(validators), C(crds),
+    C(configurations), C(patches), C(patchesStrategicMerge), C(patchesJson6902), C(replacements), C(openapi),
+    generator C(files) / C(envs), or a Helm chart repository - naming the kustomization file and the reference.
+    kustomize's output is refused past 8 times O(max_file_size).
   - Hidden files and directories (C(.git), C(.github), ...) and files that are not manifests are ignored.
   - Symbolic links and C(..) components that resolve outside O(root) are refused.
   - Any problem (invalid YAML or JSON, a document that is not a mapping, a missing or malformed C(apiVersion),
     C(kind) or C(metadata.name), C(metadata.generateName), a name or namespace the API server would refuse
     (DNS-1123 rules), a non-string name, namespace, label or annotation value, an invalid label key or value,
     the same object defined twice, undecryptable vault data, a template error, a kustomize failure, a file over
-    O(max_file_size), bytes that are not UTF-8) fails the lookup with an error naming the file, the document
-    index and, where known, the line. Nothing is returned for a broken tree.
+    O(max_file_size), bytes that are not UTF-8, YAML anchors and aliases that expand a document past 32 MiB or
+    1,000,000 values, or the documents of the tree past 128 MiB in all) fails the lookup with an error naming the
+    file, the document index and, where known, the line (for a YAML error, where it fails and where the construct
+    it was reading starts, as PyYAML marks them in the whole file). Nothing is returned for a broken tree.
   - Manifests are checked with the same rules as the M(stacksync.k8s.stack) module checks them, so a tree the
     lookup returns is never refused by the module for its shape.
   - The file is named by its path relative to O(root) when O(root) is set (its path in the repository; the
@@ -95,9 +115,50 @@ options:
     type: bool
     default: true
   template_vars:
-    description: Extra variables available to C(*.j2) templates, on top of the play's variables.
+    description:
+      - Variables for C(*.j2) templates. In the sandbox (the default), these and C(inventory_hostname) are the only
+        variables a template gets; with O(trusted=true), they are added to the play's variables.
     type: dict
     default: {}
+  trusted:
+    description:
+      - Render C(*.j2) templates with full Ansible templating (the play's variables, every filter, test and
+        lookup, includes from anywhere), and decrypt vault data with every vault secret of the play unless
+        O(vault_id) is set. B(A template can then run commands on the controller, read its files and copy every
+        variable of the play, credentials included, into a manifest), so it is only for repositories whose authors are
+        as trusted as the playbook's.
+      - V(false) (the default) renders them in a sandbox. Its variables are O(template_vars) and
+        C(inventory_hostname). Its globals are C(range) (at most 100000 items), C(dict), C(namespace), C(cycler),
+        C(joiner). Its filters are Jinja2's own (but C(random)) and these of Ansible, each also as
+        C(ansible.builtin.<name>) - C(to_yaml), C(to_nice_yaml), C(to_json), C(to_nice_json), C(from_json),
+        C(b64encode), C(b64decode), C(regex_replace), C(regex_search), C(regex_findall), C(regex_escape), C(bool),
+        C(ternary), C(mandatory), C(split), C(quote), C(type_debug), C(hash), C(md5), C(sha1), C(checksum),
+        C(to_uuid), C(combine), C(dict2items), C(items2dict), C(flatten), C(union), C(intersect), C(difference),
+        C(symmetric_difference), C(zip), C(zip_longest), C(log), C(root), C(basename), C(dirname), C(splitext),
+        C(normpath), C(path_join), C(urlsplit), C(urldecode). Its tests are Jinja2's own and C(match), C(search),
+        C(regex), C(version), C(version_compare), C(subset), C(superset), C(contains), C(any), C(all), C(truthy),
+        C(falsy). Widths, counts and repetitions are bounded (10000; a value at most O(max_file_size)).
+      - A kustomize_command that relaxes kustomize (C(LoadRestrictionsNone), C(--enable-helm), C(--enable-exec),
+        C(--enable-alpha-plugins), C(--network), C(--mount)) is refused unless O(trusted=true).
+    type: bool
+    default: false
+  vault_id:
+    description:
+      - The vault ids (the labels of C(--vault-id label@source); C(default) for C(--vault-password-file) or
+        C(--ask-vault-pass)) whose secrets may decrypt this tree's vault-encrypted files and C(!vault) values.
+        Vault data that none of them decrypts fails the lookup, naming the file (and the vault id it is
+        encrypted for, when its header says).
+      - Empty (the default) - no vault data is decrypted, unless O(trusted=true), which uses every secret of the play.
+    type: list
+    elements: str
+    default: []
+  kustomize_remote:
+    description:
+      - Let kustomizations refer to remote bases, resources, components and files (git repositories and URLs,
+        which kustomize fetches from the network on the controller). V(false) (the default) refuses them before
+        kustomize runs.
+    type: bool
+    default: false
   kustomize_command:
     description:
       - Command that renders a kustomization directory; the directory is appended as the last argument.
@@ -130,9 +191,13 @@ EXAMPLES = r"""
       {{ query('stacksync.k8s.manifests', 'manifests',
                include=['apps/**'], exclude=['apps/legacy'], source_annotation=false) }}
 
-- name: Templates get the play's variables plus template_vars
+- name: Templates (sandboxed) get template_vars and inventory_hostname only; vault values of vault id team-a
   ansible.builtin.set_fact:
-    manifests: "{{ query('stacksync.k8s.manifests', 'manifests', template_vars={'replicas': 3}) }}"
+    manifests: "{{ query('stacksync.k8s.manifests', 'manifests', template_vars={'replicas': 3}, vault_id=['team-a']) }}"
+
+- name: A repository of the playbook's own authors, templated with the play's variables and lookups
+  ansible.builtin.set_fact:
+    manifests: "{{ query('stacksync.k8s.manifests', 'platform/manifests', trusted=true) }}"
 """
 
 RETURN = r"""
@@ -148,8 +213,18 @@ import copy  # noqa: E402
 import os  # noqa: E402
 
 from ansible.errors import AnsibleError  # noqa: E402
+from ansible.parsing.vault import VaultLib  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import RenderError, render  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import (  # noqa: E402
+    RenderError,
+    relaxing_flags,
+    render,
+)
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.sandbox import (  # noqa: E402
+    PLAY_VARIABLES,
+    plain_variables,
+    render_template,
+)
 
 try:  # ansible-core >= 2.19: only trusted strings are templated
     from ansible.template import trust_as_template
@@ -167,6 +242,14 @@ def error_message(exc, path, root):
     return "stacksync.k8s.manifests: %s (in %s)" % (exc.message, path)
 
 
+def encrypted_for(b_vaulttext):
+    """The vault id a vault envelope's header names (``$ANSIBLE_VAULT;1.2;AES256;<vault id>``), else ``None``."""
+    header = b_vaulttext.lstrip().split(b"\n", 1)[0].strip().split(b";")
+    if len(header) >= 4 and header[0] == b"$ANSIBLE_VAULT" and header[3]:
+        return header[3].decode("utf-8", "replace")
+    return None
+
+
 class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
@@ -174,15 +257,21 @@ class LookupModule(LookupBase):
         variables = variables if variables is not None else {}
 
         root = self.get_option("root")
+        trusted = self.get_option("trusted")
+        kustomize_command = self.get_option("kustomize_command") or None
+        if not trusted and relaxing_flags(kustomize_command):
+            raise AnsibleError("stacksync.k8s.manifests: kustomize_command %s lets kustomizations reach outside their "
+                               "repository: refused unless trusted is true" % " ".join(relaxing_flags(kustomize_command)))
         options = dict(
             include=self.get_option("include"),
             exclude=self.get_option("exclude"),
             recursive=self.get_option("recursive"),
             max_file_size=self.get_option("max_file_size"),
             source_annotation=self.get_option("source_annotation"),
-            kustomize=self.get_option("kustomize_command") or None,
+            kustomize=kustomize_command,
             kustomize_timeout=self.get_option("kustomize_timeout"),
-            decrypt=self._decrypt,
+            kustomize_remote=self.get_option("kustomize_remote"),
+            decrypt=self._decrypter(self.get_option("vault_id"), trusted),
         )
         template_vars = self.get_option("template_vars")
 
@@ -191,10 +280,13 @@ class LookupModule(LookupBase):
         for term in terms:
             path = self._loader.path_dwim(str(term))
             term_root = self._loader.path_dwim(root) if root else None
+            if trusted:
+                template = self._template_hook(variables, template_vars, path)
+            else:
+                template = self._sandbox_hook(variables, template_vars, path, options["max_file_size"])
             try:
                 manifests.extend(render(
-                    path, root=term_root,
-                    template=self._template_hook(variables, template_vars, path),
+                    path, root=term_root, template=template,
                     seen=seen, origin=(path.rstrip("/") + "/") if len(terms) > 1 and not root else None,
                     **options))
             except RenderError as exc:
@@ -202,11 +294,49 @@ class LookupModule(LookupBase):
                 raise AnsibleError(error_message(exc, path, term_root)) from None
         return manifests
 
-    def _decrypt(self, b_vaulttext):
-        """Decrypt vault data with the play's vault secrets (the ones the loader was given)."""
-        return self._loader._vault.decrypt(b_vaulttext)  # pylint: disable=protected-access
+    def _decrypter(self, vault_ids, trusted):
+        """``decrypt(b_vaulttext)`` with the play's vault secrets of the vault ids ``vault_ids`` only (every
+        secret when trusted and none is named)."""
+        vault = self._loader._vault  # pylint: disable=protected-access
+        if trusted and not vault_ids:
+            return vault.decrypt
+        secrets = [(vid, secret) for vid, secret in (vault.secrets or []) if vid in vault_ids]
+        bound = VaultLib(secrets)
+
+        def decrypt(b_vaulttext):
+            label = encrypted_for(b_vaulttext)
+            label = " (it is encrypted for vault id %r)" % label if label else ""
+            if not vault_ids:
+                raise AnsibleError("vault data is decrypted only with the vault ids named in vault_id, and none is "
+                                   "named%s: set vault_id to the vault id(s) this repository's secrets are encrypted "
+                                   "with (default for --vault-password-file)" % label)
+            if not secrets:
+                raise AnsibleError("the play has no vault secret of the vault id(s) in vault_id (%s)%s"
+                                   % (", ".join(vault_ids), label))
+            try:
+                return bound.decrypt(b_vaulttext)
+            except AnsibleError:
+                raise AnsibleError("no vault secret of the vault id(s) in vault_id (%s) decrypts it%s"
+                                   % (", ".join(vault_ids), label)) from None
+
+        return decrypt
+
+    @staticmethod
+    def _sandbox_hook(variables, template_vars, base, max_output):
+        """Templates rendered in the sandbox: ``template_vars`` and :data:`PLAY_VARIABLES` only, includes
+        confined to the term's directory."""
+        given = dict((k, variables[k]) for k in PLAY_VARIABLES if k in variables)
+        given.update(template_vars or {})
+        given = plain_variables(given)
+        directory = base if os.path.isdir(base) else os.path.dirname(base)
+
+        def template(text, path):
+            return render_template(text, path, directory, given, max_output)
+
+        return template
 
     def _template_hook(self, variables, template_vars, base):
+        """Templates rendered with full Ansible templating (a trusted source): the play's variables."""
         templar = self._templar
         cache = {}
 

@@ -25,6 +25,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.identity import grou
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, redact_secret_message, ssa_policy
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import CRD_GK, by_stage
 from ansible_collections.stacksync.k8s.plugins.module_utils.progress import NO_PROGRESS, Steps
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, is_ready, wait_gone
 
 #: first delay (seconds) when polling for CRDs to be Established; doubles up to ``poll_interval``
@@ -150,9 +151,9 @@ class Applier:
         if fields and (self.opts.recreate_on_immutable or d.recreate):
             return (C.CONFIGURED, None, None) if dry_run else self.recreate(d, path, fields)
         if fields:
-            return None, None, ("%s: cannot change immutable field(s) %s (set recreate_on_immutable or the "
+            return None, None, ("%s: cannot change immutable field(s) %s (set %s or the "
                                 "stacksync.io/recreate-on-immutable annotation to delete and recreate it): %s"
-                                % (d.oid, ", ".join(fields), api_message(d, e.message)))
+                                % (d.oid, ", ".join(fields), option("recreate_on_immutable"), api_message(d, e.message)))
         return None, None, "%s: apply failed: %s" % (d.oid, api_message(d, e.describe()))
 
     def recreate(self, d, path, fields):
@@ -288,7 +289,7 @@ def shared_objects(desired, snap, opts, changeset):
     """Desired objects another stack claims: a warning each (taken over), or an error with ``fail_on_shared``."""
     shared = [(d, snap.others[d.oid]) for d in desired if d.oid in snap.others and not d.ignored]
     if shared and opts.fail_on_shared:
-        raise ApplyError("objects belong to other stacks (fail_on_shared is set): " + "; ".join(
+        raise ApplyError("objects belong to other stacks (%s is set): " % option("fail_on_shared") + "; ".join(
             "%s (stack %r)" % (d.named(), other) for d, other in shared[:20]))
     for other, taken in _by_stack(shared):
         changeset.warn(takeover_warning(other, opts.stack, [d.named() for d in taken]))

@@ -57,6 +57,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.kubeconfig import (
     static_authorization,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.transport import choose_proxy, tls_pool_kwargs
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 
 
 def _find_kubernetes():
@@ -163,7 +164,7 @@ def read_kubeconfigs(paths, explicit):
     for path in paths:
         if not os.path.exists(path):
             if explicit and len(paths) == 1:
-                raise AuthError("Kubeconfig file not found: %s" % path)
+                raise AuthError("Kubeconfig file not found: %s (check %s)" % (path, option("kubeconfig")))
             continue
         try:
             with open(path) as f:
@@ -183,7 +184,8 @@ def read_kubeconfigs(paths, explicit):
         if explicit:
             raise AuthError("None of the kubeconfig files exist: %s" % os.pathsep.join(paths))
         raise AuthError("No Kubernetes credentials found: no kubeconfig at %s and not running in a cluster; "
-                        "set host, kubeconfig or K8S_AUTH_* variables" % os.pathsep.join(paths))
+                        "set %s (or %s and %s), or the K8S_AUTH_* environment variables"
+                        % (os.pathsep.join(paths), option("kubeconfig"), option("host"), option("api_key")))
     return docs
 
 
@@ -271,7 +273,8 @@ def load_configuration(auth, environ=None):
             cfg, kubeconfig, context = _from_kubeconfig(auth, environ)
     apply_auth_options(cfg, auth)
     if not cfg.host:
-        raise AuthError("No Kubernetes API server found: set host, kubeconfig or K8S_AUTH_* variables")
+        raise AuthError("No Kubernetes API server found: set %s or %s, or the K8S_AUTH_* environment variables"
+                        % (option("kubeconfig"), option("host")))
     _plugin_credentials(cfg, auth, environ, kubeconfig, context)
     return cfg, cfg.namespace
 

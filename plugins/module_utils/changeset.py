@@ -23,6 +23,8 @@ SKIPPED = "skipped"
 FAILED = "failed"
 TERMINATING = "terminating"
 RELEASED = "released"
+MARKED = "marked"  # prune_grace: marked for pruning by a later run (extra: prune_after)
+UNMARKED = "unmarked"  # prune_grace: back in git, its prune mark removed
 APPLY_ACTIONS = (CREATED, CONFIGURED, UNCHANGED)
 
 PHASE_APPLY = "apply"
@@ -112,20 +114,25 @@ class ChangeSet:
     def released(self):
         return self._refs(RELEASED)
 
+    @property
+    def marked(self):
+        return self._refs(MARKED)
+
     def count(self, action):
         return sum(1 for e in self.entries if e.action == action)
 
     @property
     def counts(self):
-        actions = (CREATED, CONFIGURED, UNCHANGED, PRUNED, SKIPPED, TERMINATING, RELEASED)
+        actions = (CREATED, CONFIGURED, UNCHANGED, PRUNED, SKIPPED, TERMINATING, RELEASED, MARKED, UNMARKED)
         return dict((action, self.count(action)) for action in actions)
 
     @property
     def changed(self):
-        return any(e.action in (CREATED, CONFIGURED, PRUNED, RELEASED) for e in self.entries)
+        return any(e.action in (CREATED, CONFIGURED, PRUNED, RELEASED, MARKED, UNMARKED) for e in self.entries)
 
     def result(self):
         """The module's return values. Skipped objects go under ``skipped_objects``: Ansible reads a
         true ``skipped`` key as "this task was skipped". Warnings are emitted with ``module.warn()``."""
         return dict(changed=self.changed, applied=self.applied, pruned=self.pruned, skipped_objects=self.skipped,
-                    terminating=self.terminating, released=self.released, checksum=self.checksum, counts=self.counts)
+                    terminating=self.terminating, released=self.released, marked=self.marked,
+                    unmarked=self._refs(UNMARKED), checksum=self.checksum, counts=self.counts)

@@ -25,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import contextlib
+import email.utils
 import json
 import random
 import threading
@@ -175,6 +176,10 @@ class KubeClient:
         self.counts = {}
         self.sleep = time.sleep
         self._offers = {}  # requests made ahead (:meth:`offer`)
+        # the API server's time: the latest ``Date`` header of its answers (seconds since the epoch), for the prune
+        # grace period (.grace), which never reads the controller's clock
+        self.server_time = None
+        self._date_text = None
 
     # -- accounting -------------------------------------------------------------------------
     def _count(self, method):
@@ -183,9 +188,10 @@ class KubeClient:
 
     # -- requests ---------------------------------------------------------------------------
     def request(self, method, path, params=None, body=None, content_type=JSON, accept=JSON, raw=False,
-                with_status=False):
+                with_status=False, before_attempt=None):
         """Send one request; return the decoded JSON body (or ``(status, headers, bytes)`` if raw,
-        ``(status, body)`` if with_status).
+        ``(status, body)`` if with_status). ``before_attempt()`` runs before each attempt, retries
+        included (the prune's lock proof: it raises to send nothing more).
 
         Raises :class:`ApiError` on a non-2xx answer after retries.
         """
@@ -204,6 +210,8 @@ class KubeClient:
         started = self.clock()
         while True:
             attempt += 1
+            if before_attempt is not None:
+                before_attempt()
             self._count(method)
             try:
                 resp = self._pool.request(method, url, body=data, headers=headers, retries=False,
@@ -217,6 +225,7 @@ class KubeClient:
                 self._pause(attempt, None)
                 continue
             status = resp.status
+            self._saw_date(resp.headers.get("Date"))
             if status in RETRY_STATUSES and self._may_retry(attempt, started) and not _deterministic(status, resp.data):
                 self._pause(attempt, resp.headers.get("Retry-After"))
                 continue
@@ -231,6 +240,18 @@ class KubeClient:
                 except (ValueError, UnicodeDecodeError):
                     raise ApiError(status, "BadResponse", "response is not JSON", None, method, path) from None
             return (status, decoded) if with_status else decoded
+
+    def _saw_date(self, text):
+        """Keep the latest server time a ``Date`` header says (parsed once per value: it changes once a second)."""
+        if not text or text == self._date_text:
+            return
+        self._date_text = text
+        try:
+            stamp = email.utils.parsedate_to_datetime(text).timestamp()
+        except (TypeError, ValueError, IndexError, AttributeError):
+            return
+        if self.server_time is None or stamp > self.server_time:
+            self.server_time = stamp
 
     def _may_retry(self, attempt, started):
         """Another attempt is allowed: attempts left and the request's retry budget not spent."""
@@ -325,13 +346,14 @@ class KubeClient:
     def replace(self, path, body):
         return self.request("PUT", path, body=body)
 
-    def delete(self, path, propagation_policy=None, preconditions=None, dry_run=False):
+    def delete(self, path, propagation_policy=None, preconditions=None, dry_run=False, before_attempt=None):
         body = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if propagation_policy:
             body["propagationPolicy"] = propagation_policy
         if preconditions:
             body["preconditions"] = preconditions
-        return self.request("DELETE", path, params={"dryRun": "All"} if dry_run else None, body=body)
+        kwargs = {"before_attempt": before_attempt} if before_attempt is not None else {}
+        return self.request("DELETE", path, params={"dryRun": "All"} if dry_run else None, body=body, **kwargs)
 
     def close(self):
         with contextlib.suppress(Exception):

@@ -114,6 +114,10 @@ def safe_params(params, argument_spec):
     params = copy.copy(params)
     if "resources" in params:
         params["resources"] = summarize_resources(params["resources"])
+    plan = params.get("approved_plan")
+    if isinstance(plan, dict) and isinstance(plan.get("stacks"), dict):  # thousands of objects: named, not listed
+        params["approved_plan"] = dict((k, plan.get(k)) for k in ("format", "host", "digest") if k in plan)
+        params["approved_plan"]["stacks"] = sorted(plan["stacks"])
     for name in URL_OPTIONS:
         if name in params:
             params[name] = redact_url_credentials(params[name])

@@ -30,7 +30,14 @@ RECREATE_ANNOTATION = DOMAIN + "/recreate-on-immutable"
 SOURCE_ANNOTATION = DOMAIN + "/source"
 #: Label on the per-stack record object (value: the stack name).
 RECORD_LABEL = DOMAIN + "/record-of"
+#: Annotation: the record namespace of the stack that applied the object (two stacks of one name whose
+#: records live in different namespaces label their objects alike; this tells them apart).
+RECORD_NAMESPACE_ANNOTATION = DOMAIN + "/record-namespace"
+
+#: Annotation: the API server's time an object that left git was marked for pruning (``prune_grace``), rounded up
+#: to the second; ``pending`` while the second write that stamps it has not happened (see .grace).
+PRUNE_MARK_ANNOTATION = DOMAIN + "/prune-marked-at"
 
 DEFAULT_FIELD_MANAGER = "stacksync"
 #: Our own metadata, stamped on every object and left out of its checksum.
-STAMPED_KEYS = (STACK_LABEL, CHECKSUM_ANNOTATION, OWNER_ANNOTATION, SOURCE_ANNOTATION)
+STAMPED_KEYS = (STACK_LABEL, CHECKSUM_ANNOTATION, OWNER_ANNOTATION, SOURCE_ANNOTATION, RECORD_NAMESPACE_ANNOTATION)

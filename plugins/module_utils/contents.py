@@ -13,24 +13,38 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-#: ConfigMaps every namespace gets from the cluster itself.
-CLUSTER_CONFIGMAPS = ("kube-root-ca.crt", "openshift-service-ca.crt")
+#: Objects the cluster itself puts in every namespace, by exact ``(group, kind, name)``: the root CA
+#: ConfigMap (kube-controller-manager's root-ca-cert-publisher), OpenShift's service CA ConfigMap, the
+#: ``default`` ServiceAccount. Never matched by a suffix or prefix: anybody may name an object
+#: ``x-openshift-service-ca.crt``.
+CLUSTER_OBJECTS = frozenset([
+    ("", "ConfigMap", "kube-root-ca.crt"),
+    ("", "ConfigMap", "openshift-service-ca.crt"),
+    ("", "ServiceAccount", "default"),
+])
+#: field managers of the controllers that write them (the user agent's program name)
+CLUSTER_MANAGERS = frozenset(["kube-controller-manager", "openshift-controller-manager"])
+
+
+def written_by_cluster(obj):
+    """True unless someone other than the cluster's controllers wrote ``obj`` (its managedFields say who:
+    an object a person created or edited with another tool is theirs, whatever its name)."""
+    managed = (obj.get("metadata") or {}).get("managedFields") or []
+    return all(isinstance(e, dict) and e.get("manager") in CLUSTER_MANAGERS for e in managed)
 
 
 def cluster_provided(oid, obj, services_pruned=()):
-    """Objects the cluster itself puts in a namespace without an owner (not a reason to keep it).
+    """Objects the cluster itself puts in a namespace without an owner (not a reason to keep it): Events,
+    the exact :data:`CLUSTER_OBJECTS` and the endpoints controller's copy of a Service we delete (it has
+    no ownerReferences) -- the last two only as long as only the cluster's controllers wrote them.
 
     Objects *with* ownerReferences are judged by their owners (:func:`namespace_blockers`).
     """
     if oid.kind == "Event" and oid.group in ("", "events.k8s.io"):
         return True
-    if oid.group == "" and oid.kind == "ServiceAccount" and oid.name == "default":
-        return True
-    if oid.group == "" and oid.kind == "ConfigMap" and (oid.name in CLUSTER_CONFIGMAPS
-                                                        or oid.name.endswith("openshift-service-ca.crt")):
-        return True
-    # the endpoints controller's copy of a Service we delete (it has no ownerReferences)
-    return oid.group == "" and oid.kind == "Endpoints" and oid.name in services_pruned
+    known = (oid.group, oid.kind, oid.name) in CLUSTER_OBJECTS or (
+        oid.group == "" and oid.kind == "Endpoints" and oid.name in services_pruned)
+    return known and written_by_cluster(obj)
 
 
 #: Namespaced kinds whose objects are all the cluster's own (see :func:`cluster_provided`): a

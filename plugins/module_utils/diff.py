@@ -16,6 +16,27 @@ __metaclass__ = type
 import copy
 import json
 
+try:
+    import yaml
+
+    class _Dumper(yaml.SafeDumper):
+        """YAML as people write manifests: block style, multi-line strings as literal blocks."""
+
+    def _text(dumper, value):
+        style = "|" if "\n" in value.strip("\n") else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    _Dumper.add_representer(str, _text)
+    HAS_YAML = True
+except ImportError:  # pragma: no cover - a module process without PyYAML shows the diff as JSON text
+    HAS_YAML = False
+
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
+    CHECKSUM_ANNOTATION,
+    OWNER_ANNOTATION,
+    RECORD_NAMESPACE_ANNOTATION,
+)
+
 REDACTED = "<redacted>"
 REDACTED_CHANGED = "<redacted, changed>"
 #: the before side of a changed key: it must differ from the after side, or a rendered diff hides the change
@@ -23,6 +44,9 @@ REDACTED_OLD = "<redacted, old value>"
 #: metadata dropped from diffs: noise that changes on every write.
 DIFF_NOISE = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid", "selfLink")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+#: our own bookkeeping annotations (not what git says, the checksum changes with every change): left out of the
+#: diffs people read
+OUR_STAMPS = (CHECKSUM_ANNOTATION, OWNER_ANNOTATION, RECORD_NAMESPACE_ANNOTATION)
 
 
 def _same_scalar(a, b):
@@ -153,3 +177,55 @@ def object_diff(before, after, secret=False, full=True):
     if not full and (before is None) != (after is None):
         return {"prepared": summary(before, after)}
     return {"before": before if before is not None else {}, "after": after if after is not None else {}}
+
+
+def _unstamped(obj):
+    """Copy of ``obj`` without :data:`OUR_STAMPS` (and without annotations if nothing else is left)."""
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(annotations, dict) or not any(k in annotations for k in OUR_STAMPS):
+        return obj
+    out = dict(obj, metadata=dict(meta, annotations=dict((k, v) for k, v in annotations.items() if k not in OUR_STAMPS)))
+    if not out["metadata"]["annotations"]:
+        del out["metadata"]["annotations"]
+    return out
+
+
+#: keys shown first (in this order) at the top of an object and in its metadata; ``status`` comes last
+TOP_FIRST = ("apiVersion", "kind", "metadata")
+METADATA_FIRST = ("name", "namespace", "labels", "annotations")
+
+
+def _sorted(value, first=()):
+    """``value`` with its mappings' keys in one order (``first``, then sorted), whatever order each side came in."""
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    keys = [k for k in first if k in value] + sorted((k for k in value if k not in first), key=str)
+    if first is TOP_FIRST and "status" in value:
+        keys.remove("status")
+        keys.append("status")
+    return dict((k, _sorted(value[k], METADATA_FIRST if first is TOP_FIRST and k == "metadata" else ())) for k in keys)
+
+
+def as_text(obj):
+    """``obj`` (an object of a diff, or ``{}`` for none) as YAML text, ``""`` for none."""
+    if not obj:
+        return ""
+    obj = _sorted(_unstamped(obj), TOP_FIRST)
+    if HAS_YAML:
+        return yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True,
+                         width=1 << 20)
+    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
+
+
+def readable(diffs):
+    """The diffs of a run as Ansible prints them best: each side of a changed object as YAML text (Ansible
+    shows two texts as a unified diff, two mappings as JSON), our own annotations left out."""
+    out = []
+    for d in diffs:
+        if isinstance(d, dict) and "before" in d and "after" in d:
+            d = dict(d, before=as_text(d["before"]), after=as_text(d["after"]))
+        out.append(d)
+    return out

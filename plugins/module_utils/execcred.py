@@ -161,8 +161,10 @@ def run_plugin(plugin, environ=None, run=subprocess.run):
     env = plugin_env(plugin, os.environ if environ is None else environ, info)
     argv = [plugin["command"]] + [str(a) for a in plugin.get("args") or []]
     try:
-        done = run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                   universal_newlines=True, check=False)
+        # not AnsibleModule.run_command: this also runs in the controller's process, where there is no module, and
+        # the plugin gets exactly kubectl's environment (the K8S_AUTH_* variables removed for a tenant's source)
+        done = run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,  # pylint: disable=ansible-bad-function
+                   stderr=subprocess.PIPE, universal_newlines=True, check=False)
     except OSError as e:
         raise AuthError(failure(plugin["command"], error=e, hint=plugin.get("installHint"))) from None
     if done.returncode != 0:

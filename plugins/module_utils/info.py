@@ -24,7 +24,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.common import missin
 from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
-from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RENDER_SPEC, RunFailed
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RENDER_SPEC, RunFailed, plan_of
 
 #: ``name``, ``resources``, ``src``, ``render`` and the options that change what the next sync would do
 #: mean what they mean for ``stack`` (:data:`.runner.ARGUMENT_SPEC`), with the same defaults, except that
@@ -38,9 +38,14 @@ ARGUMENT_SPEC = dict(
     field_manager=dict(type="str", default="stacksync"),
     takeover_managers=dict(type="list", elements="str"),
     record_namespace=dict(type="str", default="kube-system"),
+    record_namespaces=dict(type="list", elements="str"),
     full_prune_scan=dict(type="bool", default=False),
     concurrency=dict(type="int", default=16),
     discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
+    prune_grace=dict(type="str"),
+    commit=dict(type="str"),
+    emit_plan=dict(type="bool", default=False),
+    plan_file=dict(type="path"),
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 ARGUMENT_SPEC.update(POLICY_SPEC)
@@ -67,9 +72,12 @@ def run_stack_info(params, warn=None):
         client, context_namespace = build_client(params, maxsize=max(params["concurrency"], 1))
     except AuthError as e:
         raise RunFailed(str(e), {}) from None
+    params["emit_plan"] = bool(params.get("emit_plan") or params.get("plan_file"))
     try:
         opts = options_from_params(params, context_namespace, check_mode=True)
-        report = StackManager(client, params["name"], opts=opts).inspect(params["resources"])
+        manager = StackManager(client, params["name"], opts=opts)
+        report = manager.inspect(params["resources"])
+        plan = plan_of(manager, opts, params, warn) if params["resources"] is not None else None
     except (StackError, OptionError) as e:
         raise RunFailed(str(e), {}) from None
     except Exception as e:  # an unexpected bug: say what failed, never dump objects
@@ -79,4 +87,6 @@ def run_stack_info(params, warn=None):
         client.close()
     for warning in report.pop("warnings"):
         warn(warning)
+    if plan is not None:
+        report["plan"] = plan
     return dict(report, changed=False)

@@ -3,14 +3,14 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The sync engine: ``StackManager(client, stack, **options).sync(resources) -> ChangeSet``.
 
-A thin sequencer of one verb per module (fluxcd/pkg ssa's ResourceManager is the model; see
-docs/architecture.md): **prepare** (:mod:`.prepare`), **observe** (:mod:`.observe`), **plan**
-(:mod:`.plan`: the applies and the prune plan, on fresh discovery with the facts :mod:`.prune`
-reads; shared by ``sync``, check mode, ``stack_info`` and ``state: absent``), then **execute**:
-nothing if the plan writes nothing (no lock, no write); only the record if nothing else changed (a new
-commit: under the Lease, unless another run recorded meanwhile); else under the stack's Lease plan again,
-widen the record, **apply** (:mod:`.apply`), **wait** (:mod:`.wait`), **prune** (:mod:`.prune`)
-only if every apply succeeded, narrow the record. Check mode executes with server-side dry runs.
+A thin sequencer of one verb per module (fluxcd/pkg ssa's ResourceManager is the model; see docs/architecture.md):
+**prepare** (:mod:`.prepare`), **observe** (:mod:`.observe`), **plan** (:mod:`.plan`: the applies and the prune plan,
+on fresh discovery with the facts :mod:`.prune` reads; shared by ``sync``, check mode, ``stack_info`` and ``state:
+absent``), then **execute**: nothing if the plan writes nothing (no lock, no write); only the record if nothing else
+changed (a new commit: under the Lease, unless another run recorded meanwhile); else under the stack's Lease plan
+again, widen the record, **apply** (:mod:`.apply`), **wait** (:mod:`.wait`), **prune** (:mod:`.prune`), narrow the
+record. Whether it prunes is the prune gate's (:mod:`.gate`): asked before planning, on the plan (before any write)
+and after the applies. Check mode executes with server-side dry runs.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,22 +18,25 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import contextlib
-from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.stacksync.k8s.plugins.module_utils import gate
 from ansible_collections.stacksync.k8s.plugins.module_utils import plan as P
 from ansible_collections.stacksync.k8s.plugins.module_utils.apply import Applier, ApplyError, foreign_owned, shared_objects
-from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import RELEASED, ChangeSet
+from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import ChangeSet
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import confine_prune
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
+from ansible_collections.stacksync.k8s.plugins.module_utils.grace import unmarks
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LeaseLock, LockError
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, owned_by, stack_checksum
+from ansible_collections.stacksync.k8s.plugins.module_utils.marks import Marker
+from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_secret, stack_checksum
 from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Observer
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, StackOptions
+from ansible_collections.stacksync.k8s.plugins.module_utils.pool import RunPool
 from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import PrepareError, prepare, stamp_all
 from ansible_collections.stacksync.k8s.plugins.module_utils.progress import NO_PROGRESS
 from ansible_collections.stacksync.k8s.plugins.module_utils.prune import Pruner
+from ansible_collections.stacksync.k8s.plugins.module_utils.prune_steps import PruneSteps, StackError, needs_facts
 from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
     RecordError,
     StackKey,
@@ -43,23 +46,14 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
     record_would_change,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.report import stack_report
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import wait_for
 
 #: errors of the steps that end a run with a StackError
 RUN_ERRORS = (ApiError, LockError, RecordError, ApplyError)
 
 
-class StackError(Exception):
-    """The run failed; ``changeset`` holds what was done before the failure (may be None); ``phase`` is
-    ``prune`` when the prune was refused (empty set, prune budget) before anything was written."""
-
-    def __init__(self, message, changeset=None, phase=None):
-        super(StackError, self).__init__(message)
-        self.changeset = changeset
-        self.phase = phase
-
-
-class StackManager:
+class StackManager(PruneSteps):
     """Converge one stack. See the module documentation for the meaning of every option."""
 
     def __init__(self, client, stack, discovery=None, opts=None, progress=None, **options):
@@ -70,7 +64,8 @@ class StackManager:
         self.client = client
         self.stack = stack
         self.progress = progress or NO_PROGRESS  # progress(verb, done, total): see .progress
-        self._pool = None
+        self._pool = RunPool(self.opts.concurrency)
+        self._map = self._pool.map
         self._key = None
         self._lock = None  # the LeaseLock while a run writes
         self._changeset = None  # the ChangeSet of the attempt under way
@@ -79,25 +74,18 @@ class StackManager:
         self.key_store = StackKey(client, self.opts.record_namespace, stack, self.opts.field_manager)
         self.observer = Observer(client, self.discovery, self.record, self.opts, self._map)
         self.pruner = Pruner(client, self.discovery, self.record, self.opts, self._map, self._ensure_lock, self.progress)
+        self.marker = Marker(client, self.opts, self._map, self._ensure_lock)
+        self.grace = self.opts.grace  # the prune grace period of this run (none for state absent)
+        self.last_plan, self.pruning = None, False  # the plan of the last run, and whether it pruned (a check's plan)
 
     # -- helpers ------------------------------------------------------------------------------
-    def _map(self, fn, items):
-        items = list(items)
-        if len(items) <= 1 or self.opts.concurrency == 1:
-            return [fn(i) for i in items]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.opts.concurrency)
-        return list(self._pool.map(fn, items))
-
     def close(self):
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        self._pool.close()
 
-    def _ensure_lock(self):
-        """Stop before a write if the run no longer holds the stack's Lease."""
+    def _ensure_lock(self, prove=False):
+        """Stop before a write if the run no longer holds the stack's Lease (``prove``: see LeaseLock.ensure)."""
         if self._lock is not None:
-            self._lock.ensure()
+            self._lock.ensure(prove)
 
     @contextlib.contextmanager
     def _locked(self):
@@ -154,8 +142,8 @@ class StackManager:
         """Observe and plan; when anything would be deleted, on fresh discovery and (``final``) with the
         prune facts. A plan that is not final may delete less once they are read (:meth:`finalize`)."""
         keep = len(changeset.warnings)
-        plan = self._plan(desired, self.observer.observe(desired, changeset), pruning)
-        if not plan.deletes:
+        plan = self._plan(desired, self.observer.observe(desired, changeset), pruning, changeset)
+        if not needs_facts(plan):
             return plan
         index, changed = self.discovery.fresh()
         if changed:  # the cached index was stale: what it said about scopes and kinds cannot be trusted
@@ -165,50 +153,40 @@ class StackManager:
                     raise StackError("the cluster's API changed while the run started (%s); nothing was written, "
                                      "run again" % group_kind_str(*d.oid.group_kind), changeset)
             changeset.reset(keep)
-            plan = self._plan(desired, self.observer.observe(desired, changeset), pruning)
+            plan = self._plan(desired, self.observer.observe(desired, changeset), pruning, changeset)
         return self.finalize(desired, plan) if final else plan
 
     def finalize(self, desired, plan):
         """The prune plan with its facts: what other stacks declare, what Namespaces / CRDs hold."""
-        if plan.deletes and not plan.final:
-            declared, contents = self.pruner.facts(plan.prune)
-            plan.prune = confine_prune(P.prune_plan(plan.snap.ours, self.stack, set(d.oid for d in desired),
-                                                    set(d.checksum for d in desired), declared, contents), self.opts.policy)
+        if needs_facts(plan) and not plan.final:
+            declared, contents, kept = self.pruner.facts(plan.prune)
+            plan.prune = self._prune_plan(plan.snap, desired, declared, contents, kept, final=True)
         plan.final = True
         return plan
 
-    def _plan(self, desired, snap, pruning):
+    def _plan(self, desired, snap, pruning, changeset):
         to_apply, unchanged, ignored = P.apply_plan(desired, snap.ours, self.opts.field_manager, self.opts.takeover)
-        prune = None
-        if pruning:
-            prune = P.prune_plan(snap.ours, self.stack, set(d.oid for d in desired), set(d.checksum for d in desired))
-        return P.Plan(snap, to_apply, unchanged, ignored, prune)
-
-    def _check_budget(self, desired, plan):
-        """Fail before any write if the plan deletes more than ``max_prune`` allows (facts read only when
-        the plan without them is over budget: they can only take candidates away)."""
-        if plan.prune is None or not plan.prune.candidates or (not desired and self.opts.allow_empty):
-            return  # an empty set with allow_empty, and state=absent, delete the stack on purpose
-        problem = P.prune_budget_problem([c[0] for c in plan.prune.candidates], plan.prune.owned, self.opts.max_prune)
-        if problem and not plan.final:
-            return self._check_budget(desired, self.finalize(desired, plan))
-        if problem:
-            raise StackError("stack %r: %s" % (self.stack, problem), phase="prune")
+        # what another source of this run declares too, and keeps
+        to_apply, yielded, warnings = self.opts.run_sources.split(to_apply, snap, self.stack, self.opts.source)
+        for warning in warnings:
+            changeset.warn(warning)
+        prune = self._prune_plan(snap, desired) if pruning else None
+        return P.Plan(snap, to_apply, unchanged, ignored, prune, yielded)
 
     def _end_fields(self, desired, plan, remaining, pruned_ok):
+        # the owning source is adopted by the first run that has one (see gate.OTHER_SOURCE)
         return record_fields(desired, self.record.group_kinds, plan.snap.unverified, remaining, pruned_ok,
-                             self.opts.commit)
+                             self.opts.commit, self.opts.source)
 
     def _no_object_fields(self, desired, plan):
         """The record's fields after a run that writes no object (None if it writes one)."""
-        if (plan.to_apply if self.opts.applying else []) or plan.deletes:
+        if (plan.to_apply or unmarks(desired, plan.snap.ours) if self.opts.applying else []) or plan.deletes:
             return None
         return self._end_fields(desired, plan, plan.staying_kinds(self.stack), plan.prune is not None)
 
     def _writes_nothing(self, fields):
         """``fields`` (:meth:`_no_object_fields`) say that no object is written and the record stays as it is."""
-        return fields is not None and not (self.opts.writes_record and record_would_change(
-            self.record.data, self.record.group_kinds, fields))
+        return fields is not None and not (self.opts.writes_record and record_would_change(self.record.data, self.record.group_kinds, fields))
 
     def _record_only(self, fields):
         """Under the Lease: a plan that writes no object, only the record (a new commit of the same manifests),
@@ -223,19 +201,23 @@ class StackManager:
     def _unchanged(self, plan, changeset, fields):
         """The ChangeSet of a run that wrote no object (its stack checksum is the record's)."""
         P.report_plan(plan, changeset, self.opts.applying)
+        if plan.prune is not None:  # what waits for its prune grace, deletions of an approved plan that no longer apply
+            self._report_later(plan.prune, changeset)
         changeset.checksum = fields["checksum"]
         return changeset
 
-    def execute(self, desired, plan, changeset, dry_run):
-        """Carry out ``plan`` (server-side dry runs with ``dry_run``); fills ``changeset``."""
+    def execute(self, desired, plan, changeset, dry_run, facts):
+        """Carry out ``plan`` (server-side dry runs with ``dry_run``; ``facts``: the gate's); fills ``changeset``."""
         P.report_plan(plan, changeset, self.opts.applying)
         to_apply = plan.to_apply if self.opts.applying else []
-        shared_objects(desired if self.opts.applying else [], plan.snap, self.opts, changeset)
+        left = set(id(d) for d, _m in plan.yielded)
+        shared_objects([d for d in desired if id(d) not in left] if self.opts.applying else [], plan.snap, self.opts,
+                       changeset)
         if self.opts.fail_on_shared and self.opts.applying and to_apply:
             foreign = foreign_owned(self.client, to_apply, plan.snap.ours, self._map)
             if foreign:
-                raise StackError("objects managed by another deployment tool (fail_on_shared is set): " + "; ".join(
-                    "%s (%s)" % (d.named(), tool) for d, tool in foreign[:20]), changeset)
+                raise StackError("objects managed by another deployment tool (%s is set): %s" % (option("fail_on_shared"),
+                                 "; ".join("%s (%s)" % (d.named(), tool) for d, tool in foreign[:20])), changeset)
         changeset.checksum = stack_checksum([d.checksum for d in desired])
         if self.opts.applying and not dry_run:
             widened = self.record.group_kinds | set(d.oid.group_kind for d in desired)
@@ -244,13 +226,15 @@ class StackManager:
                 self.record.save(group_kinds=widened)
         applier = Applier(self.client, self.discovery, self.opts, self._map, self._ensure_lock, self.progress)
         written = applier.apply_all(to_apply, plan.snap.ours, changeset, dry_run)
+        if self.opts.applying:  # back in git: its prune mark goes
+            self.marker.unmark(unmarks(desired, plan.snap.ours), changeset, dry_run)
         if self.opts.wait and written and not changeset.errors and not dry_run:
             healths = {}
             changeset.errors.extend(wait_for(self.client, written, self.opts.wait_rules, self.opts.wait_timeout,
                                              self.opts.poll_interval, self._map, healths=healths,
                                              progress=self.progress))
             changeset.record_health(healths)
-        remaining, pruned_ok = self._prune(plan, changeset, dry_run)
+        remaining, pruned_ok = self._prune(plan, changeset, dry_run, facts)
         if self.opts.writes_record and not changeset.errors and not dry_run:
             fields = self._end_fields(desired, plan, remaining, pruned_ok)
             if changeset.changed or record_would_change(self.record.data, self.record.group_kinds, fields):
@@ -258,28 +242,10 @@ class StackManager:
                 self._ensure_lock()
                 self.record.save(**fields)
         if changeset.errors:
-            raise StackError("stack %r: %d object(s) failed: %s" % (
-                self.stack, len(changeset.errors), "; ".join(changeset.errors[:10])), changeset)
+            failed = len(changeset.errors)
+            raise StackError("stack %r: %s%s" % (self.stack, "" if failed == 1 else "%d objects failed: " % failed,
+                                                 "; ".join(changeset.errors[:10])), changeset)
         return changeset
-
-    def _prune(self, plan, changeset, dry_run):
-        """``(group/kinds left behind, whether the prune ran)``: only after every apply succeeded."""
-        if plan.prune is None:
-            return set(), False
-        if changeset.errors:
-            changeset.warn("nothing %s pruned because %d apply(s) %s" % (
-                "would be" if dry_run else "was", len(changeset.errors), "would fail" if dry_run else "failed"))
-            return set(), False
-        remaining, pruned = self.pruner.execute(plan.prune, changeset, dry_run)
-        if not dry_run and any(oid.group_kind in P.KIND_SERVING for oid in pruned):
-            self.discovery.kinds_changed()
-        if self.opts.wait and pruned and not dry_run:
-            self.pruner.wait_gone(plan.prune, pruned, changeset)
-        # what was released is another stack's now: it does not keep this stack's record (state=absent) alive
-        released = set(e.oid for e in changeset.entries if e.action == RELEASED)
-        remaining |= set(oid.group_kind for oid, (_i, obj) in plan.snap.ours.items()
-                         if oid not in pruned and oid not in released and owned_by(obj, self.stack, oid))
-        return remaining, True
 
     # -- public entry points ------------------------------------------------------------------
     def sync(self, resources):
@@ -287,16 +253,16 @@ class StackManager:
         cs = ChangeSet()
         with self._run(cs):
             desired = self.prepare(resources, cs)
-            pruning = self.opts.pruning
-            if pruning and not desired and not self.opts.allow_empty:
-                raise StackError("refusing to prune stack %r to an empty set of resources (set allow_empty: true if "
-                                 "this is intended)" % self.stack, phase="prune")
+            facts = gate.facts_of(self.opts, desired=len(desired))
+            decision = self._gate(facts)  # refused before any request if it needs no plan (an empty set)
+            pruning, planning = decision.prune, gate.plans_prune(facts, decision)
             first_key = self._load_key(desired, create=False)
             stamp_all(desired, self.stack, first_key)
-            plan = self.plan(desired, cs, pruning, final=self.opts.check_mode)
-            self._check_budget(desired, plan)
+            plan = self.last_plan = self.plan(desired, cs, planning, final=self.opts.check_mode)
+            self._gate(facts, desired, plan)
+            plan.prune = plan.prune if pruning else None  # planned only to check an approved plan's deletions
             if self.opts.check_mode:
-                return self.execute(desired, plan, cs, dry_run=True)
+                return self.execute(desired, plan, cs, dry_run=True, facts=facts)
             fields = self._no_object_fields(desired, plan)  # None if the plan writes an object
             if self._writes_nothing(fields):
                 return self._unchanged(plan, cs, fields)
@@ -307,9 +273,10 @@ class StackManager:
                 key = self._load_key(desired, create=self.opts.applying)
                 if key != first_key:  # created just now: only keyed (Secret) checksums depend on it
                     stamp_all([d for d in desired if is_secret(d.oid)], self.stack, key)
-                plan = self.plan(desired, cs, pruning)
-                self._check_budget(desired, plan)
-                return self.execute(desired, plan, cs, dry_run=False)
+                plan = self.plan(desired, cs, planning)
+                self._gate(facts, desired, plan)
+                plan.prune = plan.prune if pruning else None
+                return self.execute(desired, plan, cs, dry_run=False, facts=facts)
 
     def inspect(self, resources=None):
         """Read-only report for ``stack_info`` (see :func:`.report.stack_report`), from the same plan as ``sync``."""
@@ -317,7 +284,9 @@ class StackManager:
         with self._run(cs):
             desired = self.prepare(resources, cs) if resources is not None else []
             stamp_all(desired, self.stack, self._load_key(desired, create=False))
-            plan = self.plan(desired, cs, pruning=resources is not None)
+            facts = gate.facts_of(self.opts, caller=gate.INFO, desired=len(desired) if resources is not None else None)
+            plan = self.last_plan = self.plan(desired, cs, pruning=self._gate(facts).prune)
+            self.pruning = plan.prune is not None
             report = stack_report(plan.snap, desired, plan.prune, self.opts, self.record, resources is not None)
             report["warnings"] = cs.warnings
             return report
@@ -326,18 +295,23 @@ class StackManager:
         """state=absent: delete every object of the stack (reverse order), then its record and key."""
         cs = ChangeSet()
         with self._run(cs):
-            plan = self.plan([], cs, pruning=True)
+            facts = gate.facts_of(self.opts, state="absent")
+            pruning = self._gate(facts).prune
+            self.grace = self.pruner.grace = None  # the stack goes on purpose: no grace period
+            plan = self.last_plan = self.plan([], cs, pruning)
+            self._gate(facts, [], plan)
             if not plan.deletes and self.record.data is None:
                 return cs
             if self.opts.check_mode:
                 P.report_plan(plan, cs, applying=False)
-                self.pruner.execute(plan.prune, cs, dry_run=True)
+                self._prune(plan, cs, True, facts)
                 return cs
             with self._locked():
                 cs = self._changeset = self._fresh(ChangeSet())
-                plan = self.plan([], cs, pruning=True)
+                plan = self.plan([], cs, pruning)
+                self._gate(facts, [], plan)
                 P.report_plan(plan, cs, applying=False)
-                remaining, _pruned = self._prune(plan, cs, dry_run=False)
+                remaining, _pruned = self._prune(plan, cs, False, facts)
                 self._ensure_lock()
                 if not remaining and not plan.snap.unverified:
                     self.record.delete()

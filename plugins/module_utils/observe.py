@@ -5,18 +5,23 @@
 
 One label-selected, paginated list per group/kind in (recorded | desired), all namespaces; these
 lists serve both the no-op check and the prune plan. A kind that cannot be listed is *unverified*:
-warned about, never guessed (its objects are neither checked nor pruned).
+warned about, never guessed (its objects are neither checked nor pruned). An object labelled with the
+stack's name but bound to another record namespace is another stack's (of the same name): not ours.
+Before anything, desired objects that are some stack's state (a record, key or Lease, labelled
+``stacksync.io/record-of``) outside the known record namespaces are refused.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import STACK_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError, quote_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL, STACK_LABEL
 from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import label, live_identity
+from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import record_namespaces
+from ansible_collections.stacksync.k8s.plugins.module_utils.record import CM_BASE, RecordError, bound_elsewhere, could_be_state
 
 #: page size of the label-selected lists of one stack's objects (kubectl pages by 500; these lists
 #: are read whole anyway, so bigger pages only save round trips)
@@ -28,7 +33,7 @@ class Snapshot:
 
     def __init__(self):
         self.ours = {}  # ObjectId -> (info, live object) carrying our stack label
-        self.others = {}  # ObjectId -> other stack name (only for desired identities)
+        self.others = {}  # ObjectId -> other stack name (only looked up for desired identities)
         self.unverified = set()  # (group, kind) we could not list completely
         self.partial_namespaces = {}  # (group, kind) -> namespaces we could list instead
 
@@ -89,6 +94,7 @@ class Observer:
     def observe(self, desired, changeset):
         """The :class:`Snapshot` of the stack (warnings go to ``changeset``)."""
         snap = Snapshot()
+        self.refuse_state(desired)
         self.record.load()
         infos = self.list_infos(desired)
         desired_ns = sorted(set(d.oid.namespace for d in desired if d.oid.namespace))
@@ -107,10 +113,21 @@ class Observer:
                 snap.unverified.add(gk)
                 changeset.warn("cannot list %s (%s): its objects are not checked or pruned" % (group_kind_str(*gk), problem))
                 continue
-            for obj in items:
-                snap.ours[live_identity(obj, info)] = (info, obj)
+            self._sort(info, items, snap)
         self._claims(desired, snap)
         return snap
+
+    def _sort(self, info, items, snap):
+        """Our live objects of one kind into ``snap.ours``; those a stack of the same name with its record in
+        another namespace applied last are its (in ``snap.others``: only desired ones are looked up there)."""
+        for obj in items:
+            oid = live_identity(obj, info)
+            other = bound_elsewhere(obj, self.opts.record_namespace)
+            if other is None:
+                snap.ours[oid] = (info, obj)
+                continue
+            self.record.related_namespaces.add(other)
+            snap.others[oid] = "%s (record in namespace %s)" % (self.opts.stack, other)
 
     def _claims(self, desired, snap):
         """Desired objects we did not find: are they another stack's? (``snap.others``)"""
@@ -137,3 +154,36 @@ class Observer:
         for found in self.map(fetch_others, list(missing.values())):
             for oid, other in found:
                 snap.others[oid] = other
+
+    def refuse_state(self, desired):
+        """Raise RecordError for a desired object that is (or could be) some stack's state outside the known
+        record namespaces (prepare refused those by name): one that exists labelled as a stack's state, or any
+        record, key or Lease name in a namespace that holds a stack's record. Never overwritten by a manifest."""
+        known = record_namespaces(self.opts)
+        suspects = [d for d in desired if could_be_state(d.oid) and d.oid.namespace not in known]
+        if not suspects:
+            return
+        holds_records = dict(self.map(self._holds_records, sorted(set(d.oid.namespace for d in suspects))))
+
+        def fetch(d):
+            return d, self.client.get_or_none(d.info.object_path(d.oid.namespace, d.oid.name))
+
+        found = []
+        for d, live in self.map(fetch, suspects):
+            owner = label(live, RECORD_LABEL) if live is not None else None
+            if owner or holds_records[d.oid.namespace]:
+                found.append("%s: this is %s and manifests may not declare it" % (d.named(), (
+                    "the state of stack %r (labelled %s)" % (owner, RECORD_LABEL) if owner else
+                    "(or could be) the state of a stack: %s" % holds_records[d.oid.namespace])))
+        if found:
+            raise RecordError("cannot sync stack %r: %s" % (self.opts.stack, "; ".join(found[:20])))
+
+    def _holds_records(self, namespace):
+        """``(namespace, why it is a record namespace or None)``: it holds a stack's record (or cannot be told)."""
+        try:
+            first = next(iter(self.client.pages(CM_BASE % quote_name(namespace), RECORD_LABEL, 1)), [])
+        except ApiError as e:
+            if not e.is_forbidden:
+                raise
+            return namespace, "whether namespace %s holds stack records cannot be told (%s)" % (namespace, e.describe())
+        return namespace, "namespace %s holds stack records" % namespace if first else None

@@ -27,6 +27,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
     owned_by,
     prune_disabled,
 )
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 
 #: Apply stages (prune runs them in reverse). Stage 0 must exist before anything can go in it:
 #: Namespaces and CRDs (after which we wait for CRDs to be Established and re-read discovery).
@@ -96,6 +97,15 @@ CONTENTS_UNKNOWN = "contents-unknown"
 DELETE_REFUSED = "delete-refused"
 RELEASE_REFUSED = "release-refused"
 NOT_APPLIED = "not-applied"
+#: the facts say it may be another stack's: the records that would tell cannot all be read
+RECORDS_UNREADABLE = "records-unreadable"
+#: stamped before objects named their record namespace, and a stack of the same name has its record elsewhere
+RECORD_UNKNOWN = "record-unknown"
+#: bound to another record namespace (a stack of the same name took it over after the observation)
+OTHER_RECORD = "other-record"
+#: changed since it was observed (its DELETE's preconditions failed) and no longer to be deleted
+CHANGED = "changed"
+DECLARED_TWICE = "declared-twice"  # another source of the run declares it too, and keeps it (see .run_sources)
 
 TERMINATING_REASON = Reason(TERMINATING, "terminating: deleted, waiting for its finalizers")
 
@@ -144,12 +154,17 @@ class PrunePlan:
     :class:`Reason` fourth, ``releases`` the stack they are handed to."""
 
     def __init__(self):
+        self.rules = None  # (stack, desired ids, desired checksums): to decide again on a re-read object
+        self.facts = (None, None, None)  # (declared elsewhere, contents, kept) it was made with
         self.candidates = []  # to delete
         self.kept = []  # the stack's objects left alone, with why
         self.terminating = []  # deleted earlier, waiting for finalizers: not deleted again
-        self.releases = []  # still declared by another stack's record: handed to it
+        self.releases = []  # still declared by another stack's record: handed to it (its name, a plain str)
+        self.release_namespaces = {}  # ObjectId -> record namespace of the stack it is handed to (when known)
         self.holders = []  # candidates that are Namespaces / CRDs: their contents decide
         self.owned = 0  # the stack's live objects (the prune budget's base)
+        # to mark and marked not due (.grace.split), approved deletions that no longer apply (.approval.narrow), server time
+        self.marks, self.waiting, self.notes, self.now = [], [], [], None
 
     @property
     def ids(self):
@@ -157,15 +172,19 @@ class PrunePlan:
 
 
 @gc_paused
-def prune_plan(ours, stack, desired_ids, desired_checksums, declared_elsewhere=None, contents=None):
+def prune_plan(ours, stack, desired_ids, desired_checksums, declared_elsewhere=None, contents=None, kept=None):
     """The prune plan of a stack: pure.
 
     :param ours: ``{ObjectId: (info, live object)}`` of the objects carrying the stack's label.
     :param declared_elsewhere: ``{identity digest: [stack]}`` from the other stacks' records (None: not read).
     :param contents: ``{ObjectId: [blocker ObjectId] | problem string}`` for the Namespaces / CRDs among
         the candidates (None: not read yet; they stay candidates and are listed in ``holders``).
+    :param kept: ``{ObjectId: Reason}``: candidates the facts say cannot be proven to be the stack's to
+        delete (the records that would tell cannot all be read, or may be another stack's of the same name).
     """
     plan = PrunePlan()
+    plan.rules = (stack, desired_ids, desired_checksums)
+    plan.facts = (declared_elsewhere, contents, kept)
     for oid, (info, obj) in ours.items():
         if owned_by(obj, stack, oid):
             plan.owned += 1
@@ -181,7 +200,12 @@ def prune_plan(ours, stack, desired_ids, desired_checksums, declared_elsewhere=N
             continue
         others = (declared_elsewhere or {}).get(identity_digest(oid))
         if others:
-            plan.releases.append((oid, info, obj, sorted(others)[0]))
+            other = sorted(others, key=lambda c: (str(c), getattr(c, "record_namespace", "")))[0]
+            plan.releases.append((oid, info, obj, str(other)))
+            plan.release_namespaces[oid] = getattr(other, "record_namespace", None)
+            continue
+        if oid in (kept or {}):
+            plan.kept.append((oid, info, obj, kept[oid]))
             continue
         if oid.group_kind in (NAMESPACE_GK, CRD_GK):
             plan.holders.append(oid)
@@ -227,8 +251,8 @@ def prune_limit(max_prune, total):
             raise ValueError
         return count
     except ValueError:
-        raise ValueError("max_prune must be a number of objects (25) or a percentage of the stack (30%%), got %r"
-                         % (max_prune,)) from None
+        raise ValueError("%s must be a number of objects (25) or a percentage of the stack (30%%), got %r"
+                         % (option("max_prune"), max_prune)) from None
 
 
 def prune_budget_problem(candidates, total, max_prune):
@@ -240,11 +264,11 @@ def prune_budget_problem(candidates, total, max_prune):
     shown = ", ".join(str(oid) for oid in candidates[:20])
     if len(candidates) > 20:
         shown += " and %d more" % (len(candidates) - 20)
-    return ("refusing to prune %d of the stack's %d objects: more than max_prune allows (%s = %d); nothing was "
-            "deleted. If this is intended, run again with a larger max_prune (a count, or a percentage such as "
-            "100%%). Would delete: %s" % (len(candidates), total,
+    return ("refusing to prune %d of the stack's %d objects: more than %s allows (%s = %d); nothing was "
+            "deleted. If this is intended, run again with a larger %s (a count, or a percentage such as "
+            "100%%). Would delete: %s" % (len(candidates), total, option("max_prune"),
                                           "default: half, at least %d" % DEFAULT_MIN_PRUNE if max_prune in (None, "")
-                                          else max_prune, limit, shown))
+                                          else max_prune, limit, option("max_prune"), shown))
 
 
 def in_sync_by_ownership(d, live, field_manager, patterns):
@@ -279,19 +303,21 @@ def apply_plan(desired, ours, field_manager, patterns):
 
 
 class Plan:
-    """What a run would do: the snapshot it was made on, the applies, the prune plan (None: no prune)."""
+    """What a run would do: the snapshot it was made on, the applies, the prune plan (None: no prune), and the
+    desired objects left to another source of the run that declares them too (``yielded``: ``[(Desired, message)]``)."""
 
-    def __init__(self, snap, to_apply, unchanged, ignored, prune):
+    def __init__(self, snap, to_apply, unchanged, ignored, prune, yielded=()):
         self.snap = snap
         self.to_apply = to_apply
         self.unchanged = unchanged
         self.ignored = ignored
         self.prune = prune
+        self.yielded = list(yielded)
         self.final = False  # the prune plan has its facts (see StackManager.finalize)
 
     @property
     def deletes(self):
-        return bool(self.prune is not None and (self.prune.candidates or self.prune.releases))
+        return bool(self.prune is not None and (self.prune.candidates or self.prune.releases or self.prune.marks))
 
     def staying_kinds(self, stack):
         """Group/kinds of the stack's own live objects the prune plan leaves in place."""
@@ -306,6 +332,8 @@ def report_plan(plan, changeset, applying):
         changeset.add(d.oid, d.api_version, C.UNCHANGED, C.PHASE_APPLY)
     for d in plan.ignored:
         changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, IGNORED, "ignore annotation set")
+    for d, message in plan.yielded:
+        changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, DECLARED_TWICE, message)
     if not applying:  # phase=prune: what is not in sync is reported, not written
         for d in plan.to_apply:
             changeset.add(d.oid, d.api_version, C.SKIPPED, C.PHASE_APPLY, NOT_APPLIED, "not applied (phase=prune)")

@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import confinement_problems
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL, RECORD_NAMESPACE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import ResourceInfo, UnknownKind
 from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import split_api_version
@@ -55,10 +55,23 @@ class PrepareError(Exception):
 class Desired:
     """One desired object after preparation."""
 
-    __slots__ = ("checksum", "drift", "from_crd", "ignored", "index", "info", "manifest", "oid", "payload", "policy",
-                 "recreate", "source")
+    __slots__ = (
+        "checksum",
+        "drift",
+        "from_crd",
+        "ignored",
+        "index",
+        "info",
+        "manifest",
+        "oid",
+        "payload",
+        "policy",
+        "record_namespace",
+        "recreate",
+        "source",
+    )
 
-    def __init__(self, oid, info, manifest, index, from_crd=False, source=None, payload=None):
+    def __init__(self, oid, info, manifest, index, from_crd=False, source=None, payload=None, record_namespace=None):
         self.oid = oid
         self.info = info
         self.manifest = manifest
@@ -72,6 +85,7 @@ class Desired:
         self.from_crd = from_crd
         self.source = source  # the lookup's "path#document", for messages (the annotation is stripped)
         self.drift = None  # what of the live object an apply changes (see drift.drift), when known
+        self.record_namespace = record_namespace  # stamped on the object: which stack of its name it is
 
     @property
     def api_version(self):
@@ -134,11 +148,20 @@ def _resolve(discovery, crds, m, i, src):
     return info, from_crd
 
 
-def _problem(m, oid, record_namespace):
-    """``(why a resolved manifest cannot be applied or None, its checksum_payload)``; Secrets are normalised on the way."""
-    if is_state_object(oid, record_namespace) or label(m, RECORD_LABEL) is not None:
-        return ("this is (or could be) the state of a stack -- its record, key or Lease in record_namespace %r, "
-                "named stacksync-*, or labelled %s -- and manifests may not declare it" % (record_namespace, RECORD_LABEL)), None
+def record_namespaces(opts):
+    """The record namespaces a run knows of: its own first, then those of the other stacks of its sync."""
+    out = [opts.record_namespace]
+    out.extend(ns for ns in (opts.record_namespaces or ()) if ns and ns not in out)
+    return out
+
+
+def _problem(m, oid, known):
+    """``(why a resolved manifest cannot be applied or None, its checksum_payload)``; Secrets are normalised on the
+    way. ``known``: the record namespaces the run knows of (any stack's state in them is refused)."""
+    if is_state_object(oid, known) or label(m, RECORD_LABEL) is not None:
+        return ("this is (or could be) the state of a stack -- its record, key or Lease in a record namespace (%s), "
+                "named stacksync-*, or labelled %s -- and manifests may not declare it"
+                % (", ".join(known), RECORD_LABEL)), None
     if is_secret(oid):
         shape = secret_shape_problem(m)
         if shape:
@@ -163,6 +186,7 @@ def prepare(resources, discovery, opts, warn):
     """
     manifests = _validated(resources)
     crds = crd_kinds(manifests)
+    known = record_namespaces(opts)
     desired, errors, seen = [], [], {}
     for i, src, m in manifests:
         try:
@@ -181,11 +205,11 @@ def prepare(resources, discovery, opts, warn):
             errors.append("duplicate object %s (%s and %s)" % (oid, origin(*seen[oid]), origin(i, src)))
             continue
         seen[oid] = (i, src)
-        problem, payload = _problem(m, oid, opts.record_namespace)
+        problem, payload = _problem(m, oid, known)
         if problem:
             errors.append("%s: %s" % (_described(m, given_namespace, i, src), problem))
             continue
-        desired.append(Desired(oid, info, m, i, from_crd, src, payload))
+        desired.append(Desired(oid, info, m, i, from_crd, src, payload, record_namespace=known[0]))
     errors.extend(confinement_problems(desired, getattr(opts, "policy", None)))  # resolved identities, before any write
     if errors:
         raise PrepareError("cannot sync stack %r: %s" % (opts.stack, "; ".join(errors[:20])))
@@ -194,9 +218,12 @@ def prepare(resources, discovery, opts, warn):
 
 @gc_paused
 def stamp_all(desired, stack, key):
-    """Compute checksums and stamp our metadata (Secrets keyed; without a key they never match live)."""
+    """Compute checksums and stamp our metadata (Secrets keyed; without a key they never match live), with
+    the record namespace that tells the stack from others of its name (left out of the checksum, like the label)."""
     for d in desired:
         payload = d.payload if d.payload is not None else checksum_payload(d.manifest, d.oid)
         d.payload = None  # the stamps are not in it, but a Secret may be stamped again (a new key): made again then
         d.checksum = checksum_of(payload, (key or NO_KEY) if is_secret(d.oid) else None)
         stamp(d.manifest, stack, d.oid, d.checksum)
+        if d.record_namespace:
+            d.manifest["metadata"]["annotations"][RECORD_NAMESPACE_ANNOTATION] = d.record_namespace

@@ -78,6 +78,18 @@ class Progress:
             self.emit(progress_line(self.prefix, verb, done, total, now - self.started))
 
 
+def tee(*progresses):
+    """One progress callable that calls each of ``progresses`` (``None`` ones left out) in turn."""
+    callables = [p for p in progresses if p is not None]
+    if len(callables) == 1:
+        return callables[0]
+
+    def both(verb, done, total):
+        for progress in callables:
+            progress(verb, done, total)
+    return both
+
+
 class Steps:
     """One phase's count: each call is one more object done, reported as ``progress(verb, done, total)``."""
 

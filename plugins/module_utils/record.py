@@ -15,6 +15,12 @@ part of the stack's own objects or prune set.
   after pruning, so a run that dies halfway never leaves a kind nobody lists.
 * Key (Secret ``stacksync-<stack>-key``): the per-stack HMAC key for Secret checksums.
 * Lock (Lease ``stacksync-<stack>``): held while a run writes; expires if the holder dies (:mod:`.lock`).
+
+A stack is its name *and* its record namespace: two stacks of one name whose records live in different
+namespaces label their objects alike, so each object also names the record namespace of the stack that
+applied it last (annotation ``stacksync.io/record-namespace``, :func:`bound_elsewhere`). The records of
+every stack are read cluster-wide (:func:`read_records`), or -- where the credentials may not -- in each
+record namespace known to the run, saying which rights are missing.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,12 +34,16 @@ import os
 import re
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError, quote_name
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL, RECORD_NAMESPACE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str, identity_digest, parse_group_kind
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import stack_checksum
 
 CM_BASE = "/api/v1/namespaces/%s/configmaps"
 SECRET_BASE = "/api/v1/namespaces/%s/secrets"
+#: every namespace's ConfigMaps (the records of all stacks, selected by label)
+ALL_CMS = "/api/v1/configmaps"
+#: kinds of a stack's state objects (record, key, lock), as ``(group, kind)``
+STATE_KINDS = (("", "ConfigMap"), ("", "Secret"), ("coordination.k8s.io", "Lease"))
 
 
 #: DNS names a stack name may stand for as it is: what ``stacksync-<stack>`` then is.
@@ -55,15 +65,35 @@ def object_name(stack, suffix=""):
     return base + suffix
 
 
-def is_state_object(oid, record_namespace):
-    """True if ``oid`` names (or could name) any stack's record, key or Lease in ``record_namespace``.
+def could_be_state(oid):
+    """True if ``oid`` has the kind and name of a stack's record, key or Lease (in any namespace)."""
+    return oid.group_kind in STATE_KINDS and oid.name.startswith("stacksync-")
+
+
+def is_state_object(oid, record_namespaces):
+    """True if ``oid`` names (or could name) any stack's record, key or Lease in one of ``record_namespaces``
+    (a namespace or several).
 
     Manifests may not declare these: an overwritten record makes its stack forget what to prune,
-    a foreign Lease locks it out.
+    a foreign Lease locks it out. (Elsewhere, :mod:`.observe` refuses those that exist and are labelled
+    as a stack's state.)
     """
-    if oid.namespace != record_namespace or not oid.name.startswith("stacksync-"):
-        return False
-    return (oid.group, oid.kind) in (("", "ConfigMap"), ("", "Secret"), ("coordination.k8s.io", "Lease"))
+    namespaces = (record_namespaces,) if isinstance(record_namespaces, str) else tuple(record_namespaces)
+    return oid.namespace in namespaces and could_be_state(oid)
+
+
+def bound_elsewhere(obj, record_namespace):
+    """The record namespace live ``obj`` names if it is not ``record_namespace`` (None: ours, or unbound).
+
+    The stack that applied an object last stamps its record namespace on it: an object labelled with our
+    stack's name but bound to another record namespace is another stack's (of the same name)."""
+    bound = ((obj.get("metadata") or {}).get("annotations") or {}).get(RECORD_NAMESPACE_ANNOTATION)
+    return bound if bound and bound != record_namespace else None
+
+
+def is_unbound(obj):
+    """True for a live object stamped before objects named their record namespace."""
+    return not ((obj.get("metadata") or {}).get("annotations") or {}).get(RECORD_NAMESPACE_ANNOTATION)
 
 
 def now_rfc3339():
@@ -97,6 +127,7 @@ class StackRecord:
         self.field_manager = field_manager
         self.name = object_name(stack)
         self.data = None  # None: no record yet
+        self.related_namespaces = set()  # other record namespaces of a stack of this name (seen on its objects)
 
     @property
     def path(self):
@@ -143,18 +174,77 @@ class StackRecord:
                 raise
         self.data = None
 
-    def declared_elsewhere(self):
-        """``{identity digest: [stack]}`` of what the *other* stacks' records in this namespace declare."""
-        out = {}
-        for obj in self.client.list(CM_BASE % quote_name(self.namespace), label_selector=RECORD_LABEL):
+
+class Claim(str):
+    """A stack that declares an object: its name, with the namespace of its record (:attr:`record_namespace`)."""
+
+    def __new__(cls, stack, record_namespace):
+        out = str.__new__(cls, stack)
+        out.record_namespace = record_namespace
+        return out
+
+
+class Records:
+    """The stack records a run could read: ``items`` ``[(namespace, stack, data)]``; ``missing``: the
+    rights it lacked to read those of a namespace that matters (empty: it read them all)."""
+
+    def __init__(self):
+        self.items = []
+        self.missing = []
+        self.cluster_wide = False
+
+    def add(self, objects):
+        for obj in objects:
+            meta = obj.get("metadata") or {}
             data = obj.get("data") or {}
-            other = ((obj.get("metadata") or {}).get("labels") or {}).get(RECORD_LABEL)
-            if not other or other == self.stack or data.get("stack") != other:
+            stack = (meta.get("labels") or {}).get(RECORD_LABEL)
+            if stack and data.get("stack") == stack:  # a record whose fields disagree is nobody's
+                self.items.append((meta.get("namespace") or "", stack, data))
+
+    def claims(self, stack, record_namespace):
+        """``{identity digest: [Claim]}`` of what the records of the *other* stacks declare (a stack of the
+        same name with its record in another namespace is another stack)."""
+        out = {}
+        for namespace, other, data in sorted(self.items, key=lambda i: (i[1], i[0])):
+            if other == stack and namespace == record_namespace:
                 continue
             for digest in (data.get("objects") or "").split(","):
                 if digest:
-                    out.setdefault(digest, []).append(other)
+                    out.setdefault(digest, []).append(Claim(other, namespace))
         return out
+
+    def namesakes(self, stack, record_namespace):
+        """Namespaces holding a record of another stack named ``stack``."""
+        return sorted(set(ns for ns, other, _d in self.items if other == stack and ns != record_namespace))
+
+
+def read_records(client, namespaces, map_fn=None):
+    """:class:`Records` of every stack: listed cluster-wide by label; where that is forbidden, in each of
+    ``namespaces`` (the record namespaces that matter: the run's own, those of the other stacks of its
+    sync, those its objects name), each one it may not list named in ``missing``."""
+    out = Records()
+    try:
+        out.add(client.list(ALL_CMS, label_selector=RECORD_LABEL))
+        out.cluster_wide = True
+        return out
+    except ApiError as e:
+        if not e.is_forbidden:
+            raise
+
+    def fetch(namespace):
+        try:
+            return namespace, client.list(CM_BASE % quote_name(namespace), label_selector=RECORD_LABEL)
+        except ApiError as e:
+            if e.is_forbidden:
+                return namespace, None
+            raise
+
+    for namespace, objects in (map_fn or map)(fetch, sorted(set(namespaces))):
+        if objects is None:
+            out.missing.append("list configmaps in namespace %s" % namespace)
+        else:
+            out.add(objects)
+    return out
 
 
 class StackKey:
@@ -201,12 +291,13 @@ class StackKey:
                 raise
 
 
-def record_fields(desired, recorded_gks, unverified, remaining, pruned_ok, commit=None):
+def record_fields(desired, recorded_gks, unverified, remaining, pruned_ok, commit=None, source=None):
     """What the record should say at the end of a run (pure).
 
     The group/kinds are narrowed to what is desired, what is left behind (``remaining``) and what
     could not be checked -- but only after a prune that ran (``pruned_ok``); otherwise the recorded
-    ones are kept, so a kind is never forgotten while objects of it may remain.
+    ones are kept, so a kind is never forgotten while objects of it may remain. ``source``: the stack's
+    owning source (a run without one leaves the recorded one as it is).
     """
     gks = set(d.oid.group_kind for d in desired) | set(remaining) | set(unverified)
     if not pruned_ok:
@@ -215,6 +306,8 @@ def record_fields(desired, recorded_gks, unverified, remaining, pruned_ok, commi
                   objects=",".join(sorted(identity_digest(d.oid) for d in desired)))
     if commit:
         fields["commit"] = commit
+    if source:
+        fields["source"] = source
     return fields
 
 
@@ -222,4 +315,5 @@ def record_would_change(data, recorded_gks, fields):
     """True if saving ``fields`` would change the record ``data`` (None: no record yet)."""
     if data is None or fields["group_kinds"] != set(recorded_gks):
         return True
-    return any(key in fields and str(fields[key]) != data.get(key) for key in ("checksum", "objectCount", "commit", "objects"))
+    return any(key in fields and str(fields[key]) != data.get(key)
+               for key in ("checksum", "objectCount", "commit", "objects", "source"))

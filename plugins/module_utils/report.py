@@ -13,6 +13,7 @@ __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import object_ref
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.grace import format_time, waiting_reason
 from ansible_collections.stacksync.k8s.plugins.module_utils.health import health
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import annotation, live_api_version, owned_by, stack_checksum
@@ -20,6 +21,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.plan import in_sync_
 
 IN_SYNC, DRIFTED, OUT_OF_DATE, MISSING = "in_sync", "drifted", "out_of_date", "missing"
 WOULD_PRUNE, WOULD_RELEASE, KEPT, TERMINATING, PRESENT = "would_prune", "would_release", "kept", "terminating", "present"
+WOULD_MARK, MARKED = "would_mark", "marked"  # prune_grace: to be marked, marked and waiting (with prune_after)
 
 
 def _prune_statuses(prune):
@@ -33,6 +35,9 @@ def _prune_statuses(prune):
         out[oid] = (TERMINATING, reason, {})
     for oid, _i, _o, other in prune.releases:
         out[oid] = (WOULD_RELEASE, "still declared by stack %r" % other, {"stack": other})
+    for status, entries in ((WOULD_MARK, prune.marks), (MARKED, prune.waiting)):
+        for oid, _i, _o, after in entries:
+            out[oid] = (status, waiting_reason(after, status == MARKED), {"prune_after": None if after is None else format_time(after)})
     return out
 
 
@@ -55,7 +60,8 @@ def _status(oid, obj, desired_by_id, prune_status, opts, with_desired):
 
 #: status -> Argo CD's sync status
 SYNC_OF = {IN_SYNC: "Synced", DRIFTED: "OutOfSync", OUT_OF_DATE: "OutOfSync", MISSING: "Missing",
-           WOULD_PRUNE: "Extraneous", WOULD_RELEASE: "Extraneous", TERMINATING: "Extraneous"}
+           WOULD_PRUNE: "Extraneous", WOULD_RELEASE: "Extraneous", TERMINATING: "Extraneous", WOULD_MARK: "Extraneous",
+           MARKED: "Extraneous"}
 
 
 def _health(entry, live):

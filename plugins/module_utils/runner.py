@@ -14,6 +14,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
+import tempfile
 import traceback
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
@@ -24,9 +26,13 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import missing_requirement
 from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_SPEC
+from ansible_collections.stacksync.k8s.plugins.module_utils.diff import readable
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
+from ansible_collections.stacksync.k8s.plugins.module_utils.plan import prune_limit
+from ansible_collections.stacksync.k8s.plugins.module_utils.plan_file import document, stack_entry
 from ansible_collections.stacksync.k8s.plugins.module_utils.prefetch import Prefetch
+from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
 
 #: suboptions of ``render``: how the action plugin renders ``src``. The manifests lookup's options;
@@ -40,6 +46,9 @@ RENDER_SPEC = dict(
     max_file_size=dict(type="int"),
     kustomize_command=dict(type="list", elements="str"),
     kustomize_timeout=dict(type="int"),
+    trusted=dict(type="bool"),
+    vault_id=dict(type="list", elements="str", no_log=False),
+    kustomize_remote=dict(type="bool"),
 )
 
 ARGUMENT_SPEC = dict(
@@ -59,6 +68,7 @@ ARGUMENT_SPEC = dict(
     fail_on_shared=dict(type="bool", default=False),
     recreate_on_immutable=dict(type="bool", default=False),
     record_namespace=dict(type="str", default="kube-system"),
+    record_namespaces=dict(type="list", elements="str"),
     commit=dict(type="str"),
     wait=dict(type="bool", default=False),
     wait_timeout=dict(type="int", default=300),
@@ -72,6 +82,12 @@ ARGUMENT_SPEC = dict(
     max_prune=dict(type="str"),
     takeover_managers=dict(type="list", elements="str"),
     discovery_cache_dir=dict(type="path", default="~/.kube/cache/stacksync"),
+    source=dict(type="str"),
+    other_sources=dict(type="list", elements="dict"),
+    prune_grace=dict(type="str"),
+    emit_plan=dict(type="bool", default=False),
+    plan_file=dict(type="path"),
+    approved_plan=dict(type="raw"),
 )
 ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
 ARGUMENT_SPEC.update(POLICY_SPEC)
@@ -111,6 +127,53 @@ def read_resources_file(path):
     return resources
 
 
+def read_plan(value):
+    """An approved plan given as a file path: its JSON (what ``plan_file`` writes); any other value as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        with open(os.path.expanduser(value), "rb") as f:
+            return json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError) as e:
+        raise RunFailed("approved_plan %s: %s" % (value, e), {}) from None
+
+
+def write_plan(path, plan):
+    """Write ``plan`` as JSON to ``path`` (whole or not at all: a temporary file renamed)."""
+    path = os.path.expanduser(path)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".plan-", dir=os.path.dirname(os.path.abspath(path)))
+        with os.fdopen(fd, "w") as f:
+            json.dump(plan, f, sort_keys=True, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise RunFailed("plan_file %s: %s" % (path, e.strerror or e), {}) from None
+
+
+def plan_of(manager, opts, params, warn):
+    """The plan of a check (``emit_plan`` / ``plan_file``): a plan document with this stack's entry, written to
+    ``plan_file`` if given; None when no plan was asked for."""
+    if not params.get("emit_plan") or manager.last_plan is None:
+        return None
+    plan = manager.last_plan
+    over = False
+    if plan.prune is not None and manager.pruning and plan.prune.candidates:
+        limit = prune_limit(opts.max_prune, plan.prune.owned)
+        over = len(plan.prune.candidates) > limit
+        if over:
+            warn("stack %r: the plan deletes %d of the stack's %d objects, more than max_prune allows (%d): a run "
+                 "deletes them only with this plan approved" % (opts.stack, len(plan.prune.candidates),
+                                                                plan.prune.owned, limit))
+    doc = document({opts.stack: stack_entry(plan, opts.source, opts.commit, opts.record_namespace, manager.pruning,
+                                            over)})
+    if params.get("plan_file"):
+        write_plan(params["plan_file"], doc)
+    return doc
+
+
 def _prefetch(client, context_namespace, params):
     prefetch = Prefetch(client, params["name"], params["record_namespace"], params.get("discovery_cache_dir"),
                         params["concurrency"])
@@ -138,7 +201,8 @@ def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, prog
     (with 2 or more, diffs show created and pruned objects whole); ``progress(verb, done, total)`` is
     called as objects are applied, pruned and waited for (see :mod:`.progress`); ``prefetch`` the reads
     ahead of :func:`start_prefetch` (else they start here, while the manifests are read and prepared).
-    Raises :class:`RunFailed` (with the return values known so far) when the run fails.
+    Raises :class:`RunFailed` (with the return values known so far) when the run fails. Its messages name the
+    options in the words the caller set (:func:`.vocabulary.spoken`), else as the module's options.
     """
     try:
         warn = warn or (lambda message: None)
@@ -152,7 +216,7 @@ def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, prog
             raise RunFailed("src is rendered on the controller by the stacksync.k8s.stack action plugin; "
                             "this module was run without it (pass the manifests in resources instead)", {})
         if params["concurrency"] < 1:
-            raise RunFailed("concurrency must be at least 1", {})
+            raise RunFailed("%s must be at least 1" % option("concurrency"), {})
         if prefetch is None:
             try:
                 client, context_namespace = build_client(params, maxsize=params["concurrency"])
@@ -173,6 +237,8 @@ def _converge(params, client, context_namespace, prefetch, check_mode, diff, war
     if params.get("resources_file") and params["state"] != "absent":
         # set by the action plugin for a module process (or by the user); the invocation then lists them
         params["resources"] = read_resources_file(params["resources_file"])
+    params["approved_plan"] = read_plan(params.get("approved_plan"))
+    params["emit_plan"] = bool(check_mode and (params.get("emit_plan") or params.get("plan_file")))
     try:
         # whole bodies of created and pruned objects in diffs only with -vv
         opts = options_from_params(params, context_namespace, check_mode=check_mode, diff=diff, diff_full=verbosity >= 2)
@@ -188,12 +254,15 @@ def _converge(params, client, context_namespace, prefetch, check_mode, diff, war
         if getattr(e, "phase", None):
             result["failed_phase"] = e.phase
         if changeset is not None and diff and changeset.diff:
-            result["diff"] = changeset.diff
+            result["diff"] = readable(changeset.diff)
         raise RunFailed(str(e), result) from None
     except Exception as e:  # an unexpected bug: say what failed, never dump objects
         raise RunFailed("stack %r: unexpected error: %s" % (params["name"], e),
                         dict(exception=traceback.format_exc(), api_requests=dict(client.counts))) from None
     result = _report(changeset, client, warn)
     if diff:
-        result["diff"] = changeset.diff
+        result["diff"] = readable(changeset.diff)
+    plan = plan_of(manager, opts, params, warn)
+    if plan is not None:
+        result["plan"] = plan
     return result

@@ -14,6 +14,8 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUME
 #: module's own default applies when unset)
 PASSTHROUGH = tuple(sorted(set(STACK_SPEC) - {
     "name", "resources", "resources_file", "src", "render", "state", "phase", "prune", "namespace", "commit",
+    "source", "other_sources",  # each source's own, set by the sources action
+    "emit_plan", "plan_file", "approved_plan",  # the run's plan: one per host, each stack's part given by the action
 }))
 
 SOURCE_SPEC = dict(
@@ -27,12 +29,16 @@ SOURCE_SPEC = dict(
     prune=dict(type="bool"),
     state=dict(type="str", choices=["present", "absent"]),
     vars=dict(type="dict"),
+    trusted=dict(type="bool"),
+    vault_id=dict(type="list", elements="str", no_log=False),
+    kustomize_remote=dict(type="bool"),
     kubeconfig=dict(type="raw"),
     context=dict(type="str"),
     impersonate_user=dict(type="str"),
     impersonate_groups=dict(type="list", elements="str"),
     record_namespace=dict(type="str"),
     depends_on=dict(type="list", elements="str"),
+    prune_grace=dict(type="str"),
     **POLICY_SPEC
 )
 
@@ -48,5 +54,8 @@ ARGUMENT_SPEC = dict(
     prune=dict(type="bool", default=True),
     cache_dir=dict(type="path", default="~/.cache/stacksync"),
     summary=dict(type="bool", default=True),
+    emit_plan=dict(type="bool", default=False),
+    plan_file=dict(type="path"),
+    approved_plan=dict(type="raw"),
 )
 ARGUMENT_SPEC.update((name, _without_default(STACK_SPEC[name])) for name in PASSTHROUGH)

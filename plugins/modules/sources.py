@@ -14,12 +14,21 @@ version_added: 0.2.0
 description:
   - What role C(stacksync.k8s.sync) runs, as one task. For each source it checks out the repository on the
     controller, renders its manifests with the C(stacksync.k8s.manifests) lookup, applies every stack with
-    C(stacksync.k8s.stack) and only when every apply succeeded prunes every stack. An object that moved from one
-    source to another in the same commit is therefore re-labelled by its new stack before the old one prunes.
+    C(stacksync.k8s.stack), then prunes each stack whose own apply succeeded (the prune gate of
+    C(stacksync.k8s.stack) decides). No stack deletes what another source of the run declares, whatever became of
+    that source's apply; it is released to that source's stack. An object that moved from one source to another in
+    the same commit is therefore never deleted. A stack with O(sources[].state=absent) is deleted only when every
+    apply succeeded.
+  - An object two sources of the run declare stays with the stack that owns it (its label), or with the first of
+    them when neither does; the other one leaves it alone, with a warning naming both sources, until the owner stops
+    declaring it. Move an object between repositories by adding it to the new one first, then removing it from the
+    old one.
+  - Each stack's record remembers its source (the normalised repository URL and path, O(stacksync.k8s.stack#module:source)).
+    A run from another source with the same stack name fails before any write, naming both sources.
   - Every source is checked (options, unique stack names, O(sources[].depends_on)), fetched and rendered before
     anything is written. A source that cannot be fetched or rendered fails alone (as in Flux). Its stack and the
-    stacks that depend on it are not applied, the others are, nothing is pruned, and the task fails with the
-    error (naming the file relative to the repository).
+    stacks that depend on it are neither applied nor pruned, the others are (what its record declares counts as
+    declared), and the task fails with the error (naming the file relative to the repository).
   - Checkouts live under O(cache_dir), one per repository and version. A checkout is fetched once per task
     run, whatever the number of hosts and forks, so every cluster the task syncs gets the same commit (a later
     task, such as another include of the role, fetches again). The repository URL (and any credentials in it) is given to C(git fetch) and never stored in the
@@ -28,9 +37,12 @@ description:
     stack some other stack depends on is applied with O(stacksync.k8s.stack#module:wait=true), so its dependents are
     applied only once it is healthy. A stack whose dependency failed is not applied. Stacks are pruned in the
     reverse order.
-  - Prints a line when each stack starts and when it ends (counts and seconds) and, with O(summary), a table per
-    host at the end. Sets the fact C(stacksync_results) and hands per-stack counts to C(set_stats) (key
-    C(stacksync), per host), which AWX shows as the job's artifacts.
+  - Prints a line when a stack starts writing (what it writes, from which commit) and when it is done (what it did,
+    or its error in one line) and, with O(summary), a table per host at the end. Sets the fact C(stacksync_results)
+    and hands per-stack counts to C(set_stats) (key C(stacksync), per host), which AWX shows as the job's artifacts.
+  - A stack that failed fails the task, with the error as its message. Ansible sets no facts and no stats of a failed
+    task, so the result holds RV(stacksync_results) then (a registered result, or C(ansible_failed_result) in a
+    C(rescue), reads every stack's outcome); role C(stacksync.k8s.sync) sets the fact from it.
 options:
   sources:
     description:
@@ -90,8 +102,34 @@ options:
         type: str
         choices: [present, absent]
       vars:
-        description: Extra variables for the C(*.j2) templates of this source.
+        description:
+          - Variables for the C(*.j2) templates of this source. Its templates render in a sandbox (see
+            O(sources[].trusted)) and get these and C(inventory_hostname) only - never C(hostvars), the other
+            sources' settings or any credential.
         type: dict
+      trusted:
+        description:
+          - Render this source's templates with full Ansible templating (the play's variables, lookups, every filter)
+            and decrypt its vault data with every vault secret of the play (unless O(sources[].vault_id) is set),
+            instead of in the sandbox. B(Its templates can then run commands on the controller and copy every
+            variable of the play, other sources' credentials included, into the cluster), so it is only for
+            repositories whose authors may run the job itself.
+          - Defaults to V(false). See lookup C(stacksync.k8s.manifests) for what the sandbox allows.
+        type: bool
+      vault_id:
+        description:
+          - The vault ids whose secrets may decrypt this source's vault-encrypted files and C(!vault) values (the labels
+            of the job's C(--vault-id label@source), C(default) for C(--vault-password-file)). Give each tenant its
+            own vault id, so that a vault value copied from one tenant's repository into another's is not decrypted.
+          - Defaults to none (no vault data is decrypted), or, with O(sources[].trusted=true), every secret of the play.
+        type: list
+        elements: str
+      kustomize_remote:
+        description:
+          - Let this source's kustomizations refer to remote bases, resources and files (git repositories and URLs
+            that kustomize fetches from the network on the controller). Defaults to V(false), refused before
+            kustomize runs.
+        type: bool
       kubeconfig:
         description:
           - Kubeconfig (a path or a mapping) for this source, instead of the host's connection settings. When this or
@@ -124,6 +162,10 @@ options:
             a cycle fails the task before anything is fetched or written.
         type: list
         elements: str
+      prune_grace:
+        description: As O(stacksync.k8s.stack#module:prune_grace), for this stack. Defaults to O(prune_grace).
+        type: str
+        version_added: 0.2.0
       allowed_namespaces:
         description:
           - Confine this source's stack to these namespaces (names or globs), as
@@ -171,6 +213,45 @@ options:
     description: Print the summary table at the end.
     type: bool
     default: true
+  prune_grace:
+    description: As O(stacksync.k8s.stack#module:prune_grace), for every stack without its own.
+    type: str
+    version_added: 0.2.0
+  emit_plan:
+    description:
+      - In check mode, emit the B(plan) of the host (RV(plan)) -- for each stack, its source, the commit it syncs and
+        what its run would create, change, delete, mark or leave waiting (see
+        O(stacksync.k8s.stack#module:emit_plan)) -- and hand it to C(set_stats) as the key
+        C(stacksync_plan_<host>) (the inventory name, every character but letters, digits and C(_) as C(_)), which AWX
+        keeps as the job's artifact and passes to the next node of a workflow as an extra variable.
+      - One key per host, because AWX merges the artifacts of job slices key by key; the plans of every host of every
+        slice reach the next node. A stack whose check failed is left out of the plan (and cannot be approved).
+      - Ignored outside check mode.
+    type: bool
+    default: false
+    version_added: 0.2.0
+  plan_file:
+    description: In check mode, also write the host's plan (as with O(emit_plan)) to this file, as JSON. With several
+      hosts, give each its own file (C("plans/{{ inventory_hostname }}.json")).
+    type: path
+    version_added: 0.2.0
+  approved_plan:
+    description:
+      - Hold the run to the plan a check emitted and a person approved. The plan itself, a mapping of host to plan
+        (what the artifacts of a check over several hosts hold), the path of a JSON file O(plan_file) wrote, or
+        V(true) for the plan the check left as this host's artifact (the variable C(stacksync_plan_<host>) AWX passes
+        from the check node).
+      - Each source is checked out at the plan's commit of its stack, whatever its O(sources[].version) resolves to
+        now (a version that moved is said, in the output and as a warning). Each stack is held to its own part of the
+        plan as O(stacksync.k8s.stack#module:approved_plan) says, so a stack whose part is stale (or missing) fails
+        before any write of it while the others apply and prune as approved; deletions over O(max_prune) listed in
+        the plan are made. A plan's C(approved) list (stack names) can leave stacks out, whose deletions are then not
+        approved.
+      - A host the plan has no plan for is refused before anything is done on it (run the check for it, or leave it
+        out with C(--limit)); a plan made for another host, changed after it was made (its digests) or not a plan
+        fails the task before anything is fetched. Stacks named as before 0.2.0 are not taken over during such a run.
+    type: raw
+    version_added: 0.2.0
   allow_cluster_scoped:
     description: As O(stacksync.k8s.stack#module:allow_cluster_scoped), for every stack without its own.
     type: bool
@@ -224,6 +305,13 @@ options:
   record_namespace:
     description: As O(stacksync.k8s.stack#module:record_namespace); O(sources[].record_namespace) wins.
     type: str
+  record_namespaces:
+    description:
+      - As O(stacksync.k8s.stack#module:record_namespaces). When the sources of the sync keep their records in more
+        than one namespace, every stack gets all of them (with these), so that a source whose credentials may not list
+        records cluster-wide still reads the others' (or, lacking the right, prunes nothing it cannot prove undeclared).
+    type: list
+    elements: str
   takeover_managers:
     description: As O(stacksync.k8s.stack#module:takeover_managers).
     type: list
@@ -286,6 +374,18 @@ EXAMPLES = r"""
         stack: apps
         depends_on: [infra]
 
+- name: A check that makes the plan to approve (AWX keeps it as the job's artifact stacksync_plan_<host>)
+  stacksync.k8s.sources:
+    sources: "{{ stacksync_sources }}"
+    emit_plan: true
+    plan_file: "/srv/plans/{{ inventory_hostname }}.json"
+  check_mode: true
+
+- name: The run after the approval, held to that plan (its commits, and exactly its deletions)
+  stacksync.k8s.sources:
+    sources: "{{ stacksync_sources }}"
+    approved_plan: "/srv/plans/{{ inventory_hostname }}.json"
+
 - name: Delete a stack whose repository is gone
   stacksync.k8s.sources:
     sources:
@@ -295,6 +395,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+plan:
+  description:
+    - In check mode with O(emit_plan) or O(plan_file), the host's plan (what O(approved_plan) takes) -- C(format),
+      C(host), C(digest) and C(stacks), each stack's entry as RV(stacksync.k8s.stack#module:plan) describes it, with
+      the source's C(repo) (credentials removed), C(version) and C(path).
+  returned: when a check emits a plan
+  type: dict
 stacks:
   description: The stacks, in the order they were applied.
   returned: always
@@ -307,6 +414,15 @@ failed_stacks:
   type: list
   elements: str
   sample: [apps]
+stacksync_results:
+  description:
+    - When a stack failed, the entries of RV(ansible_facts.stacksync_results) (a failed task sets no facts), with
+      C(applied) listing only the objects written (created or configured), as Ansible prints the whole result.
+  returned: when a stack failed
+  type: list
+  elements: dict
+  sample: [{"stack": "apps", "failed": true, "msg": "Kubeconfig file not found: /etc/prod.kubeconfig (check kubeconfig)",
+            "counts": {"created": 0, "configured": 0, "unchanged": 0, "pruned": 0, "skipped": 0}, "pruning": "not run"}]
 ansible_facts:
   description: Facts set by the task.
   returned: success
@@ -317,8 +433,10 @@ ansible_facts:
         - One entry per stack, in apply order, with C(stack), C(repo) (credentials removed), C(version), C(path),
           C(commit), C(state), C(objects), C(depends_on), C(changed), C(failed), C(msg), C(pruning) (V(done),
           V(disabled), V(not run) or V(failed)), C(counts) (created, configured, unchanged, pruned, skipped),
-          C(applied), C(pruned), C(skipped), C(unhealthy) (applied objects waited for that are not healthy, with
-          C(health) and C(health_reason)), C(warnings) and C(seconds).
+          C(health) (V(not checked) unless the objects written were waited for, else V(healthy) or V(unhealthy)),
+          C(applied), C(pruned), C(skipped), C(marked) (marked for pruning, with C(prune_after); see
+          O(prune_grace)), C(unhealthy) (applied objects waited for that are not healthy, with C(health) and
+          C(health_reason)), C(warnings) and C(seconds).
       type: list
       elements: dict
       sample: [{"stack": "apps", "commit": "4f1c0e9a1b2c3d4e5f60718293a4b5c6d7e8f901", "counts": {"created": 2,

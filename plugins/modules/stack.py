@@ -12,38 +12,13 @@ module: stack
 short_description: Converge a stack of Kubernetes objects to a desired set (apply, label, prune)
 version_added: 0.1.0
 description:
-  - Takes the whole desired set of a I(stack) (a named group of objects, usually one source of a git repository)
-    and converges the cluster to it in one run, with server-side apply.
-  - Every applied object gets the label C(stacksync.io/stack=<name>), the annotation C(stacksync.io/checksum) (SHA-256
-    of the object's own desired manifest in canonical form, identity included, the stack's own stamps, status and
-    server-set metadata excluded; HMAC-SHA256 with a per-stack key for Secrets, so the annotation cannot confirm a
-    guessed value) and the annotation C(stacksync.io/owner) (a short hash of the stack name and the object's own
-    identity, so a label copied onto another object never makes it the stack's).
-  - Objects the stack owns that are no longer desired are pruned (deleted). An object is pruned only if its label
-    and owner mark say it is the stack's, its identity is not desired, its checksum is not that of any desired
-    manifest, it has no ownerReferences, it does not carry C(stacksync.io/ignore=true), and every apply in the run
-    succeeded. A Namespace (or CRD) is not pruned while it still holds objects that are not pruned with it (judged
-    on discovery read from the API server, never on the cache; an object with owners counts as pruned with it only
-    if its owners are), nor while some API group cannot be discovered.
-  - An object that another stack's record still declares is not deleted but released to that stack (its label and
-    owner mark become the other stack's), with a warning. An object already being deleted (finalizers pending) is
-    reported under RV(terminating), not deleted again and not counted as a change.
-  - A run that would delete more objects than O(max_prune) allows fails before any write, listing them.
-  - Manifests may not declare a stack's own state (its record, key or Lease in O(record_namespace)).
-  - The stack's record is a ConfigMap C(stacksync-<name>) in O(record_namespace) with the label
-    C(stacksync.io/record-of=<name>), holding the stack checksum, the commit, the group/kinds the stack uses (the
-    only kinds listed when pruning) and the time of the last sync that changed something. The HMAC key for Secret
-    checksums is the Secret C(stacksync-<name>-key) there, and the Lease C(stacksync-<name>) there locks the stack
-    while a run writes.
-  - When the cluster already matches, the run makes no write requests and reports C(changed=false). Whether it
-    matches is decided from field ownership (C(managedFields)), as the API server decides it, never by comparing values
-    the server normalises; fields that people's tools wrote (O(takeover_managers)) are taken over and reverted to git,
-    fields of controllers are left alone. Check mode and C(applied) entries report each drift (field manager and
-    field paths).
-  - "A long run reports its progress while it applies, waits and prunes, at most one line every 5 seconds (the
-    environment variable E(STACKSYNC_PROGRESS_INTERVAL) sets the seconds): for example C(stack web: applied
-    400/1000 objects), with the seconds since the run started. In the controller's process the lines are shown with
-    C(-v); a module process writes them to the managed host's log (syslog or journal)."
+  - Converges the cluster to the whole desired set of a I(stack), a named group of objects (usually one directory of a
+    git repository), in one run with server-side apply. What is desired is created or updated; what the stack owns and
+    no longer declares is pruned (deleted). A run where the cluster already matches writes nothing and reports
+    C(changed=false).
+  - Every object it applies carries the label C(stacksync.io/stack=<name>). Role C(stacksync.k8s.sync) and module
+    M(stacksync.k8s.sources) run it for each source of git repositories; the notes say how it decides what to write
+    and what to prune.
 options:
   name:
     description:
@@ -72,8 +47,9 @@ options:
   src:
     description:
       - A directory (or single manifest file) on the controller whose manifests are the desired set, rendered by the
-        action plugin exactly as the C(stacksync.k8s.manifests) lookup renders it (templates get the task's variables,
-        vault data is decrypted with the play's secrets), with the options in O(render).
+        action plugin exactly as the C(stacksync.k8s.manifests) lookup renders it (templates in the sandbox, with
+        O(render.template_vars) only, vault data with the secrets of O(render.vault_id) only; O(render.trusted=true)
+        for the task's variables and every secret), with the options in O(render).
       - Faster than O(resources) for large stacks, as the manifests are not templated into the task's arguments.
         A directory that fails to render fails the task before anything is written.
       - A relative path is relative to the playbook directory, as for the lookup. Mutually exclusive with O(resources)
@@ -165,8 +141,25 @@ options:
   record_namespace:
     description:
       - Namespace of the stack's record ConfigMap, HMAC key Secret and lock Lease. Must exist.
+      - The stack is its name and this namespace; each object it applies is annotated
+        C(stacksync.io/record-namespace) with it, so two stacks of one name whose records live in different
+        namespaces never prune each other's objects. Changing it therefore makes another stack; after the first run
+        with the new namespace, delete the old record and key (C(stacksync-<name>), C(stacksync-<name>-key)) from
+        the old one (until then, what the old record declares is released to it rather than deleted).
     type: str
     default: kube-system
+  record_namespaces:
+    description:
+      - Other namespaces that hold the records of stacks (other tenants' O(record_namespace)). Before deleting
+        anything, a run reads the records of every stack, so that it never deletes what another stack still
+        declares (it releases it instead), nor the objects of another stack of the same name whose record lives
+        elsewhere. It lists them cluster-wide (C(list) on C(configmaps) at cluster scope, label
+        C(stacksync.io/record-of)); where its credentials may not, it reads them in O(record_namespace), in these
+        namespaces and in those its objects name, and if it may not read one of them it deletes nothing it cannot
+        prove undeclared, naming the missing right.
+      - M(stacksync.k8s.sources) sets it to the record namespaces of all the stacks of the sync.
+    type: list
+    elements: str
   commit:
     description:
       - Source commit to store in the stack's record.
@@ -220,13 +213,58 @@ options:
         same way. Raise it for that one run when the deletions are intended.
       - Default (not set) is half the stack's objects, and never fewer than 10 objects.
       - Not applied with O(state=absent), nor to an empty desired set with O(allow_empty=true), which both delete the
-        whole stack on purpose.
+        whole stack on purpose, nor to the deletions of an O(approved_plan) (approved over the budget on purpose).
+      - With O(prune_grace), an object counts in the run that deletes it, not in the one that marks it.
     type: str
+  approved_plan:
+    description:
+      - Hold the run to a plan a check made (O(emit_plan) / O(plan_file)) and a person approved. The plan itself (the
+        mapping RV(plan) returned), or the path of the JSON file O(plan_file) wrote.
+      - The run recomputes everything and does only what the plan says. It fails B(before any write), saying what
+        differs, when it would delete or mark an object the plan does not list, when an object it would delete is
+        another one than the plan's (another uid) or changed since in what decides its prune (its decision
+        fingerprint), when the objects to apply changed since (other objects, or other fields the apply would write
+        back), when its O(commit) or O(source) is not the plan's, or when the plan has no entry for the stack. A status
+        update or a controller's bump of C(resourceVersion) changes none of that.
+      - A deletion of the plan that no longer applies (the object is gone, declared again, or now kept for a reason
+        of its own) is skipped and reported (RV(skipped_objects), code V(plan-skipped), and a warning); an object
+        the plan lists only as marked or waiting for its prune grace is not deleted (code V(not-approved)).
+      - So a plan only narrows a run, and whoever supplies one cannot make it delete anything it would not delete on
+        its own; its digests (sha256) refuse a plan changed or cut short by accident, before any request. The plan's
+        deletions may exceed O(max_prune), which is what approving them is for.
+      - A plan whose C(approved) list (a list of stack names) leaves the stack out approves none of its deletions;
+        the run applies as the plan says and prunes nothing.
+    type: raw
+  source:
+    description:
+      - The source the stack comes from (an opaque identity, for example the normalised repository URL and path);
+        C(stacksync.k8s.sources) sets it for every source.
+      - The stack's record remembers it. A run with another O(source) than the recorded one fails before any write
+        (nothing is applied or pruned), naming both sources and how to move the stack on purpose, so two sources
+        that resolve to one stack name never overwrite or prune each other's objects.
+      - A stack whose record names no source (an older record, or runs without O(source)) is adopted by the first
+        run that has one. A run without O(source) is not checked and leaves the recorded source as it is.
+    type: str
+  other_sources:
+    description:
+      - Set by C(stacksync.k8s.sources) (not meant to be set by hand) with what the other sources of the same run
+        declare, whatever became of their applies. Each entry has C(stack), C(source), C(namespace) (the namespace
+        of its objects that name none), C(earlier) (whether it comes before this stack in the run's order) and
+        C(objects), each V([apiVersion, kind, namespace, name]) (none, V(null), for a source that could not be
+        rendered; what carries its stack's label is then left to it, and its record counts as declared).
+      - Nothing they declare is pruned by this stack; it is released to their stack, as when another stack's record
+        declares it.
+      - An object one of them declares too stays with the stack that owns it (its label), or, when neither does, with
+        the one that comes first; this stack leaves it alone (a C(skipped_objects) entry with the code
+        V(declared-twice), and a warning naming both sources) until that source stops declaring it.
+    type: list
+    elements: dict
 extends_documentation_fragment:
   - stacksync.k8s.confinement
   - stacksync.k8s.k8s_auth
   - stacksync.k8s.render
   - stacksync.k8s.discovery_cache
+  - stacksync.k8s.plan
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
@@ -255,6 +293,42 @@ attributes:
   platform:
     platforms: posix
 notes:
+  - Stamps. Every applied object gets the label C(stacksync.io/stack=<name>), the annotation C(stacksync.io/checksum)
+    (SHA-256 of the object's own desired manifest in canonical form, identity included, the stack's own stamps, status
+    and server-set metadata excluded; HMAC-SHA256 with a per-stack key for Secrets, so the annotation cannot confirm a
+    guessed value) and the annotation C(stacksync.io/owner) (a short hash of the stack name and the object's own
+    identity, so a label copied onto another object never makes it the stack's).
+  - What is pruned. An object is pruned only if its label and owner mark say it is the stack's, its identity is not
+    desired, its checksum is not that of any desired manifest, it has no ownerReferences, it does not carry
+    C(stacksync.io/ignore=true), and every apply in the run succeeded. A Namespace (or CRD) is not pruned while it
+    still holds objects that are not pruned with it (judged on discovery read from the API server, never on the
+    cache; an object with owners counts as pruned with it only if its owners are), nor while some API group cannot be
+    discovered. A run that would delete more objects than O(max_prune) allows fails before any write, listing them.
+  - Objects of other stacks. An object that another stack's record still declares is not deleted but released to
+    that stack (its label and owner mark become the other stack's), with a warning. An object already being deleted
+    (finalizers pending) is reported under RV(terminating), not deleted again and not counted as a change. Manifests
+    may not declare any stack's state (a record, key or Lease in O(record_namespace) or O(record_namespaces), or an
+    existing object labelled C(stacksync.io/record-of) anywhere).
+  - Fenced deletes. Each DELETE carries the uid and resourceVersion the plan saw; an object changed since (taken over
+    by another stack, edited) is read again and decided again, never deleted on a stale view. Each is sent only after
+    a write of the stack's Lease that the server accepted at most a tenth of the Lease's duration before (6 seconds by
+    default); a run that lost or outlived its lock stops before deleting.
+  - The record. The stack's record is a ConfigMap C(stacksync-<name>) in O(record_namespace) with the label
+    C(stacksync.io/record-of=<name>), holding the stack checksum, the commit, the group/kinds the stack uses (the only
+    kinds listed when pruning) and the time of the last sync that changed something. The HMAC key for Secret
+    checksums is the Secret C(stacksync-<name>-key) there, and the Lease C(stacksync-<name>) there locks the stack
+    while a run writes.
+  - Drift. Whether the cluster matches is decided from field ownership (C(managedFields)), as the API server decides
+    it, never by comparing values the server normalises; fields that people's tools wrote (O(takeover_managers)) are
+    taken over and reverted to git, fields of controllers are left alone. Check mode and C(applied) entries report
+    each drift (field manager and field paths).
+  - "Diffs. With C(--diff), each changed object is shown as YAML (both sides, so Ansible prints the changed lines),
+    without the C(stacksync.io/checksum) and C(stacksync.io/owner) annotations, Secret values redacted; a created or
+    pruned object is one line (its whole body with C(-vv))."
+  - "Progress. A long run reports its progress while it applies, waits and prunes, at most one line every 5 seconds
+    (the environment variable E(STACKSYNC_PROGRESS_INTERVAL) sets the seconds): for example C(stack web: applied
+    400/1000 objects), with the seconds since the run started. In the controller's process the lines are shown with
+    C(-v); a module process writes them to the managed host's log (syslog or journal)."
   - Where it runs. Like any module, on the task's host through its connection. When that host is the controller
     itself (connection C(local), no C(become), no C(delegate_to), no C(async), no task C(environment)) and its
     C(ansible_python_interpreter) is the Python running C(ansible-playbook) (as for the implicit C(localhost), or when
@@ -276,6 +350,7 @@ EXAMPLES = r"""
       exclude: ["legacy/**"]
       template_vars:
         replicas: 3
+      vault_id: [apps]  # its !vault values are encrypted with --vault-id apps@...
     commit: "{{ checkout.after }}"
 
 - name: The same with the manifests passed as a list
@@ -297,6 +372,27 @@ EXAMPLES = r"""
     resources: "{{ item.resources }}"
     phase: prune
   loop: "{{ sources }}"
+
+- name: Check, and keep the plan of what a sync would do
+  stacksync.k8s.stack:
+    name: apps
+    src: "{{ checkout_dir }}/apps"
+    commit: "{{ checkout.after }}"
+    plan_file: /srv/plans/apps.json
+  check_mode: true
+
+- name: Later, once a person read and approved it, sync exactly that
+  stacksync.k8s.stack:
+    name: apps
+    src: "{{ checkout_dir }}/apps"
+    commit: "{{ checkout.after }}"
+    approved_plan: /srv/plans/apps.json
+
+- name: Mark what left git and delete it a day later (unless it comes back)
+  stacksync.k8s.stack:
+    name: apps
+    src: "{{ checkout_dir }}/apps"
+    prune_grace: 1d
 
 - name: Remove a stack and everything it owns
   stacksync.k8s.stack:
@@ -328,7 +424,14 @@ skipped_objects:
   description:
     - Objects neither applied nor pruned, each with a C(reason) (the message), a C(code) (V(ignored), V(not-applied),
       V(not-owned), V(checksum-desired), V(has-owner), V(prune-disabled), V(not-deletable), V(holds-others),
-      V(contents-unknown), V(delete-refused), V(release-refused)) and the C(phase) (V(apply) or V(prune)).
+      V(contents-unknown), V(delete-refused), V(release-refused), V(records-unreadable) -- the credentials may not
+      read the records that would prove nobody else declares it --, V(record-unknown) -- applied before objects named
+      their record namespace, while a stack of the same name keeps its record elsewhere,
+      V(declared-twice) -- another source of the run declares it too and keeps it --, V(grace) -- marked for pruning,
+      waiting for O(prune_grace) to pass, with C(prune_after) --, V(plan-skipped) -- a deletion of the O(approved_plan)
+      that no longer applies --, V(not-approved) -- the O(approved_plan) lists it only as marked) and the C(phase)
+      (V(apply) or V(prune)). An object that changed after the run observed it keeps the code of the rule that spares it now (for
+      example V(not-owned) once another stack took it over; V(other-record) for a stack of the same name).
     - Not called C(skipped), which Ansible reads as "the task was skipped".
   returned: always
   type: list
@@ -357,6 +460,36 @@ released:
   type: list
   elements: dict
   sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "shared", "stack": "other"}]
+marked:
+  description:
+    - With O(prune_grace), objects that left git and were marked for pruning by this run (in check mode, would be),
+      each with C(prune_after), when a run may delete it (the server's time, or null when it is not known yet).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "old",
+            "prune_after": "2026-05-02T10:00:01Z"}]
+unmarked:
+  description: With O(prune_grace), objects back in git whose prune mark this run removed (in check mode, would remove).
+  returned: always
+  type: list
+  elements: dict
+plan:
+  description:
+    - In check mode with O(emit_plan) or O(plan_file), the plan of the run (what O(approved_plan) takes).
+    - C(format) (V(stacksync.k8s/plan/v1)), C(host) (set by C(stacksync.k8s.sources)), C(digest) (sha256 of the
+      stacks' digests), C(stacks) with this stack's entry -- C(source), C(commit), C(record_namespace), C(apply) (the
+      numbers to C(create) and C(change), and a C(digest) of them), C(prune), C(mark), C(wait) (objects by
+      C("<apiVersion> <Kind>") and namespace, each V([name, uid, resourceVersion, fingerprint]), with the time to prune
+      after for C(mark) and C(wait)), C(over_budget) when the deletions exceed O(max_prune), and its own C(digest).
+    - About 85 bytes per object to delete or mark (850 KB for 10,000); creates and changes only count.
+  returned: when a check emits a plan
+  type: dict
+  sample: {"format": "stacksync.k8s/plan/v1", "host": null, "digest": "sha256:5e0c...", "stacks": {"apps": {
+           "source": null, "commit": "3f2a...", "record_namespace": "kube-system",
+           "apply": {"create": 1, "change": 0, "digest": "sha256:9b1d..."},
+           "prune": {"v1 ConfigMap": {"web": [["old", "6f1c0d2e-...", "48213", "a4a398bbedac"]]}},
+           "mark": {}, "wait": {}, "digest": "sha256:0c77..."}}}
 checksum:
   description: Checksum of the whole stack (aggregate of the per-object C(stacksync.io/checksum) annotations).
   returned: success
@@ -366,10 +499,12 @@ counts:
   description: Number of objects per outcome.
   returned: always
   type: dict
-  sample: {"created": 1, "configured": 2, "unchanged": 10, "pruned": 1, "skipped": 0, "terminating": 0, "released": 0}
+  sample: {"created": 1, "configured": 2, "unchanged": 10, "pruned": 1, "skipped": 0, "terminating": 0, "released": 0,
+           "marked": 0, "unmarked": 0}
 failed_phase:
   description: V(prune) when the run failed because the prune was refused before any write (an empty desired set
-    without O(allow_empty), or more deletions than O(max_prune) allows).
+    without O(allow_empty), or more deletions than O(max_prune) allows). A run an O(approved_plan) refuses fails
+    before any write too, without C(failed_phase) (it applies nothing either).
   returned: when the run failed that way
   type: str
   sample: prune

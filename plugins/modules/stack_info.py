@@ -61,6 +61,10 @@ options:
     description: Namespace of the stack's record.
     type: str
     default: kube-system
+  record_namespaces:
+    description: As O(stacksync.k8s.stack#module:record_namespaces) (what C(would_prune) says is what a sync deletes).
+    type: list
+    elements: str
   full_prune_scan:
     description: List every listable kind with the stack's label instead of the recorded group/kinds.
     type: bool
@@ -69,11 +73,16 @@ options:
     description: Maximum number of API requests in flight.
     type: int
     default: 16
+  commit:
+    description: The commit the desired set comes from, as M(stacksync.k8s.stack) takes it; only what a plan says
+      (O(emit_plan)), so that a run of that commit can be held to it.
+    type: str
 extends_documentation_fragment:
   - stacksync.k8s.confinement
   - stacksync.k8s.k8s_auth
   - stacksync.k8s.render
   - stacksync.k8s.discovery_cache
+  - stacksync.k8s.plan
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
@@ -90,7 +99,8 @@ attributes:
     support: none
   check_mode:
     support: full
-    details: The module never changes anything.
+    details: The module never changes anything; it reports as check mode does, and emits a plan (O(emit_plan),
+      O(plan_file)) whether or not it runs in check mode.
   diff_mode:
     support: N/A
     details: The module never changes anything.
@@ -129,6 +139,14 @@ EXAMPLES = r"""
     fail_msg: "{{ info.objects | selectattr('health', 'equalto', 'Degraded')
                   | map(attribute='name') | zip(info.objects | selectattr('health', 'equalto', 'Degraded')
                   | map(attribute='health_reason')) | list }}"
+
+- name: The plan of a sync, to approve (and then give to stacksync.k8s.stack as approved_plan)
+  stacksync.k8s.stack_info:
+    name: apps
+    src: "{{ checkout_dir }}/apps"
+    commit: "{{ checkout.after }}"
+    prune_grace: 1d
+    plan_file: /srv/plans/apps.json
 
 - name: The stack's live objects as they are (no desired set)
   stacksync.k8s.stack_info:
@@ -169,13 +187,16 @@ objects:
           changed, see C(drift)); V(out_of_date) (an older checksum, git changed); V(missing) (desired, not on the
           cluster); V(would_prune); V(would_release) (no longer desired but declared by the stack named in C(stack));
           V(terminating) (deleted earlier, waiting for finalizers) or V(kept) (not pruned, see C(reason) and C(code)).
+        - With O(prune_grace), V(would_mark) (left git, a sync would mark it for pruning) and V(marked) (marked,
+          waiting for the grace to pass), each with C(prune_after).
         - Without a desired set, V(present) or V(kept).
       type: str
       sample: in_sync
     sync:
       description:
         - Sync state in Argo CD's vocabulary. V(Synced) (V(in_sync), V(kept), V(present)), V(OutOfSync) (V(drifted),
-          V(out_of_date)), V(Missing) (V(missing)), V(Extraneous) (V(would_prune), V(would_release), V(terminating)).
+          V(out_of_date)), V(Missing) (V(missing)), V(Extraneous) (V(would_prune), V(would_release), V(terminating),
+          V(would_mark), V(marked)).
       type: str
       sample: Synced
     health:
@@ -210,6 +231,12 @@ objects:
       type: str
       returned: for V(would_release) objects
       sample: other
+    prune_after:
+      description: When a sync may delete a V(would_mark) or V(marked) object (the API server's time; null when not
+        known yet).
+      type: str
+      returned: for V(would_mark) and V(marked) objects
+      sample: "2026-05-02T10:00:01Z"
     drift:
       description: For V(drifted) objects, the field managers that changed fields git sets, with the field paths.
       type: list
@@ -278,6 +305,13 @@ checksum:
 record:
   description: The raw data of the stack's record ConfigMap (empty if the stack was never synced).
   returned: always
+  type: dict
+plan:
+  description:
+    - With O(emit_plan) or O(plan_file) and a desired set, the plan of a sync of it, as
+      RV(stacksync.k8s.stack#module:plan) describes it (the O(stacksync.k8s.stack#module:approved_plan) of a later
+      sync). Its C(source) is null; give it to a run of M(stacksync.k8s.stack) without a source.
+  returned: when a plan is asked for
   type: dict
 """
 

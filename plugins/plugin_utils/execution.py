@@ -41,8 +41,19 @@ def same_python(interpreter, controller_python):
     return same_dir and os.path.realpath(wanted) == os.path.realpath(own)
 
 
-#: ``interpreter_python`` values that ask for interpreter discovery (an empty value does too).
+#: ``interpreter_python`` values that ask for interpreter discovery (an empty value does too), up to ansible-core 2.20.
 DISCOVERY_MODES = ("auto", "auto_legacy", "auto_silent", "auto_legacy_silent")
+#: ansible-core 2.21 removed the ``auto_legacy`` modes: it takes such a value as an interpreter's path since.
+CURRENT_DISCOVERY_MODES = ("auto", "auto_silent")
+
+
+def discovery_modes(core_version):
+    """The discovery modes of ansible-core ``core_version`` (its ``ansible.release.__version__``)."""
+    try:
+        major_minor = tuple(int(part) for part in str(core_version).split(".")[:2])
+    except ValueError:
+        return CURRENT_DISCOVERY_MODES
+    return DISCOVERY_MODES if major_minor < (2, 21) else CURRENT_DISCOVERY_MODES
 
 
 def describe_origin(origin):
@@ -57,7 +68,8 @@ def describe_origin(origin):
     return "interpreter_python in " + origin
 
 
-def effective_interpreter(configured, origin=None, discovered=None, remote_is_local=False, playbook_python=None):
+def effective_interpreter(configured, origin=None, discovered=None, remote_is_local=False, playbook_python=None,
+                          modes=DISCOVERY_MODES):
     """The Python a module process would run under, as ansible-core resolves it, and how it was set.
 
     Mirrors ``ansible.executor.module_common._get_shebang``: a connection that runs modules on the
@@ -69,13 +81,14 @@ def effective_interpreter(configured, origin=None, discovered=None, remote_is_lo
     :param configured: the templated ``INTERPRETER_PYTHON`` value for the task's variables.
     :param origin: where it came from, as ``C.config.get_config_value_and_origin`` reports it.
     :param discovered: the host's ``discovered_interpreter_python`` fact, if discovery has run.
+    :param modes: the values that ask for discovery (:func:`discovery_modes` of the ansible-core running).
     :returns: ``(interpreter, how)``; ``interpreter`` is None when discovery is needed and has not run
         for the host yet (the action plugin then runs it, as a module run would).
     """
     if remote_is_local:
         return playbook_python, "ansible_playbook_python (the connection runs modules on the controller)"
     value = configured.strip() if isinstance(configured, str) else configured
-    if value and value not in DISCOVERY_MODES:
+    if value and value not in modes:
         return value, describe_origin(origin)
     return discovered or None, "interpreter discovery (%s, from %s)" % (value or "auto", describe_origin(origin))
 

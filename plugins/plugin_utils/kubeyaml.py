@@ -349,6 +349,76 @@ def _tree_collection(node, depth, budget):
 
 
 # --------------------------------------------------------------------------------------------
+# What a document expands to (anchors and aliases), measured on its nodes before it is built
+# --------------------------------------------------------------------------------------------
+
+class ExpansionError(ValueError):
+    """A document whose anchors and aliases expand past a limit, or into themselves.
+
+    ``limit``: ``"values"``, ``"bytes"`` or ``"recursive"``; ``node``: the node whose expansion crossed the
+    limit; ``repeated``: ``(size, node)`` of the largest part that aliases repeat (``None`` if none)."""
+
+    def __init__(self, limit, node, repeated=None):
+        super(ExpansionError, self).__init__(limit)
+        self.limit = limit
+        self.node = node
+        self.repeated = repeated
+
+
+def expansion(root, max_values=None, max_bytes=None):
+    """``(values, size)`` the node graph ``root`` expands to once every alias is replaced by what it names:
+    ``values`` as :func:`construct_tree` counts them (the document, each mapping value, each sequence
+    item), ``size`` about the bytes of its JSON (each scalar's length plus its quotes, each mapping's and
+    sequence's punctuation). An alias of a 100 kB string counts 100 kB each time it is used.
+
+    Linear in the number of nodes (each node is measured once, however many aliases name it), so a
+    "billion laughs" document is measured without being built. Raises :class:`ExpansionError` as soon as
+    a part exceeds ``max_values`` or ``max_bytes`` (``None``: no limit), or for a node that contains itself.
+    """
+    memo, active, repeated = {}, set(), [None]
+
+    def walk(node):
+        key = id(node)
+        known = memo.get(key)
+        if known is not None:
+            if repeated[0] is None or known[1] > repeated[0][0]:
+                repeated[0] = (known[1], node)
+            return known
+        if node.__class__ is yaml.ScalarNode:
+            measured = (1, len(node.value) + 2)
+        else:
+            if key in active:
+                raise ExpansionError("recursive", node)
+            active.add(key)
+            measured = _measure_children(node, walk)
+            active.discard(key)
+        if max_values is not None and measured[0] > max_values:
+            raise ExpansionError("values", node, repeated[0])
+        if max_bytes is not None and measured[1] > max_bytes:
+            raise ExpansionError("bytes", node, repeated[0])
+        memo[key] = measured
+        return measured
+
+    return walk(root)
+
+
+def _measure_children(node, walk):
+    values, size = 1, 2
+    if node.__class__ is yaml.MappingNode:
+        for key_node, value_node in node.value:
+            key_values, key_size = walk(key_node)
+            item_values, item_size = walk(value_node)
+            values += item_values + (key_values - 1 if key_node.__class__ is not yaml.ScalarNode else 0)
+            size += key_size + item_size + 2
+    else:
+        for item in node.value:
+            item_values, item_size = walk(item)
+            values += item_values
+            size += item_size + 1
+    return values, size
+
+
+# --------------------------------------------------------------------------------------------
 # The loader
 # --------------------------------------------------------------------------------------------
 
@@ -540,14 +610,17 @@ def is_json_stream(text):
 def split_documents(text):
     """Split YAML text as kubectl's YAMLReader does: on lines starting with ``---``.
 
-    Yields ``(index, first_line, chunk)`` (``first_line`` 1-based). A separator line may only carry
-    spaces and a comment after the ``---``, else ``ValueError(line, message)``. Every chunk after a
+    Yields ``(index, first_line, chunk)`` (``first_line`` 1-based), each chunk its lines as they are in the
+    text, every line ending with a line break (kubectl's line reader adds one to a last line without it,
+    and nothing more: a mark at the end of a chunk is where PyYAML puts it reading the whole file). A
+    separator line may only carry spaces and a comment after the ``---``, else ``ValueError(line,
+    message)``. Every chunk after a
     separator counts, empty ones too (as PyYAML counts empty documents); the text before the first
     separator counts only if it holds more than blank lines and comments.
     """
     if not text.startswith("---") and "\n---" not in text:  # no separator: one document (most files)
         if _CONTENT.search(text):
-            yield 0, 1, text + "\n"
+            yield 0, 1, text if text.endswith("\n") else text + "\n"
         return
     chunks = []
     current, start = [], 1
@@ -560,6 +633,8 @@ def split_documents(text):
             current, start = [], number + 1
         else:
             current.append(line)
+    if current and current[-1] == "":  # the text's last line break ends the last line, no empty line after it
+        current.pop()
     chunks.append((start, current))
     if not _has_content(chunks[0][1]):
         chunks.pop(0)

@@ -32,17 +32,25 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOU
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, group_of
 from ansible_collections.stacksync.k8s.plugins.module_utils.validation import is_list_kind, manifest_problem
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.kubeyaml import (
+    ExpansionError,
     KubectlLoader,
+    expansion,
     is_json_stream,
     iter_json_values,
     split_documents,
 )
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.kustomize import (
+    KustomizationRefused,
+    OutputTooLarge,
+    check_tree,
+    find_kustomization,
+    run_bounded,
+)
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.sandbox import TemplateFailure
 
 #: File name suffixes read as manifests (a further ``.j2`` makes them templates).
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 TEMPLATE_SUFFIX = ".j2"
-#: A directory holding one of these is rendered with kustomize.
-KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
 DEFAULT_KUSTOMIZE_TIMEOUT = 300
 VAULT_HEADER = b"$ANSIBLE_VAULT;"
@@ -102,30 +110,88 @@ def relative_text(text, root):
 # YAML
 # --------------------------------------------------------------------------------------------
 
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 
 class ManifestLoader(KubectlLoader):  # pylint: disable=too-many-ancestors
     """Loads one YAML document as kubectl reads it (see :mod:`kubeyaml`), plus ``!vault`` values
     decrypted with ``self.decrypt``. Every value is JSON-serialisable."""
 
 
-def _yaml_line(exc, offset=0):
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    return mark.line + 1 + offset if mark is not None else None
+def _at(mark, offset):
+    return "line %d, column %d" % (mark.line + 1 + offset, mark.column + 1)
 
 
-def _yaml_problem(exc):
-    if isinstance(exc, yaml.MarkedYAMLError):
-        parts = [p for p in (exc.context, exc.problem) if p]
-        return "invalid YAML: %s" % ", ".join(parts) if parts else "invalid YAML"
-    return "invalid YAML: %s" % exc
+def yaml_error(exc, offset=0):
+    """``(line, problem)`` of a YAML error: the line where it fails (PyYAML's problem mark, else its context
+    mark; ``offset`` lines before the text parsed) and a message naming both positions, where it fails and,
+    when elsewhere, where the construct it was reading starts (``found unexpected end of stream at line 9,
+    column 1, while scanning a quoted scalar that starts at line 7, column 6``)."""
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return None, "invalid YAML: %s" % exc
+    problem_mark, context_mark = exc.problem_mark, exc.context_mark
+    mark = problem_mark or context_mark
+    parts = []
+    if exc.problem:
+        parts.append(exc.problem + (" at %s" % _at(problem_mark, offset) if problem_mark is not None else ""))
+    if exc.context:
+        starts = context_mark is not None and (problem_mark is None or (context_mark.line, context_mark.column)
+                                               != (problem_mark.line, problem_mark.column))
+        parts.append(exc.context + (" that starts at %s" % _at(context_mark, offset) if starts else ""))
+    if not parts:
+        parts.append("at %s" % _at(mark, offset) if mark is not None else "")
+    line = mark.line + 1 + offset if mark is not None else None
+    return line, "invalid YAML: %s" % ", ".join(p for p in parts if p)
+
+
+#: Most bytes (about, as JSON) one document may expand to through YAML anchors and aliases: an alias of a
+#: 100 kB string counts 100 kB each time it is used. A Kubernetes object is at most ~1.5 MiB (etcd).
+MAX_DOCUMENT_SIZE = 32 * 1024 * 1024
+#: Most bytes the documents with anchors of one render (one call of :func:`render`) may expand to in all.
+MAX_EXPANDED_SIZE = 128 * 1024 * 1024
+
+
+class ExpansionBudget:
+    """What the documents with anchors of one render may still expand to, in bytes (:data:`MAX_EXPANDED_SIZE`)."""
+
+    def __init__(self, total=None):
+        self.total = MAX_EXPANDED_SIZE if total is None else total
+        self.left = self.total
+
+
+def _check_expansion(node, rel, index, line, offset, budget):
+    """Refuse a document whose aliases expand it past :data:`MAX_DOCUMENT_VALUES` values, :data:`MAX_DOCUMENT_SIZE`
+    bytes, or the bytes left in the render's ``budget``; measured on the nodes (see :func:`kubeyaml.expansion`)."""
+    if budget is None:
+        budget = ExpansionBudget()
+    limit = min(MAX_DOCUMENT_SIZE, budget.left)
+    try:
+        size = expansion(node, MAX_DOCUMENT_VALUES, limit)[1]
+    except ExpansionError as exc:
+        raise RenderError(_expansion_problem(exc, limit, budget, offset), rel, doc=index, line=line) from None
+    budget.left -= size
+
+
+def _expansion_problem(exc, limit, budget, offset):
+    if exc.limit == "recursive":
+        return ("an alias on line %d names a node that contains it: a recursive structure, which kubectl cannot "
+                "convert to JSON" % (exc.node.start_mark.line + 1 + offset))
+    if exc.limit == "values":
+        return ("the document expands to more than %d values through YAML anchors and aliases (an alias bomb?): "
+                "refusing it, over the limit" % MAX_DOCUMENT_VALUES)
+    repeated = ""
+    if exc.repeated is not None:
+        repeated = "; its aliases repeat a %d-byte part from line %d" % (
+            exc.repeated[0], exc.repeated[1].start_mark.line + 1 + offset)
+    if limit < MAX_DOCUMENT_SIZE:
+        return ("the documents of this tree expand to more than %d bytes in all through YAML anchors and aliases "
+                "(an alias bomb?%s): refusing it, over the limit of one render" % (budget.total, repeated))
+    return ("the document expands to more than %d bytes through YAML anchors and aliases (an alias bomb?%s): "
+            "refusing it, over the limit of one document" % (MAX_DOCUMENT_SIZE, repeated))
 
 
 _END_MARKER = re.compile(r"^\.\.\.(?:\s|$)", re.MULTILINE)
 
 
-def _load_chunk(chunk, rel, index, first_line, decrypt):
+def _load_chunk(chunk, rel, index, first_line, decrypt, budget=None):
     """``(line, data, plain)`` of one YAML document (a chunk of :func:`kubeyaml.split_documents`);
     ``plain``: the data is known to be plain JSON values within :data:`MAX_DOCUMENT_VALUES` (see
     :func:`kubeyaml.construct_tree`), so :func:`_plain` has nothing to do."""
@@ -140,17 +206,19 @@ def _load_chunk(chunk, rel, index, first_line, decrypt):
         if node is None:
             return line, None, True
         line = node.start_mark.line + 1 + offset
+        if not loader.is_tree:  # anchors: what its aliases expand to is measured before anything is built
+            _check_expansion(node, rel, index, line, offset, budget)
         data = loader.construct_document(node)
         return line, data, loader.built_as_tree
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (no mark, a position)
         raise RenderError("invalid YAML: unacceptable character #x%04x: %s" % (exc.character, exc.reason), rel,
                           doc=index, line=chunk.count("\n", 0, exc.position) + first_line) from None
     except yaml.YAMLError as exc:
-        problem = _yaml_problem(exc)
+        error_line, problem = yaml_error(exc, offset)
         if getattr(exc, "problem", None) == "did not find expected <document start>" and _END_MARKER.search(chunk):
             problem += (" (content after a '...' document end marker: kubectl would silently ignore it; "
                         "start a new document with a --- line)")
-        raise RenderError(problem, rel, doc=index, line=_yaml_line(exc, offset) or line) from None
+        raise RenderError(problem, rel, doc=index, line=error_line or line) from None
     except RecursionError:
         raise RenderError("the document is nested too deeply (more levels than the YAML parser's recursion limit)",
                           rel, doc=index, line=line) from None
@@ -162,12 +230,13 @@ def _load_chunk(chunk, rel, index, first_line, decrypt):
         loader.dispose()
 
 
-def iter_yaml_documents(text, rel, decrypt=None):
+def iter_yaml_documents(text, rel, decrypt=None, budget=None):
     """Yield ``(index, line, document, plain)`` for each document of a manifest file's text, as kubectl
     reads it (``plain``: see :func:`_load_chunk`; a document that is not must go through :func:`_plain`).
 
     A text starting with ``{`` is a stream of JSON values; anything else YAML documents separated by
-    lines starting with ``---`` (empty documents are yielded too, as ``None``).
+    lines starting with ``---`` (empty documents are yielded too, as ``None``). ``budget``: the
+    :class:`ExpansionBudget` of the render the text belongs to (default: one for this text alone).
     """
     if is_json_stream(text):
         index = 0
@@ -189,7 +258,7 @@ def iter_yaml_documents(text, rel, decrypt=None):
         except ValueError as exc:
             line, problem = exc.args
             raise RenderError("invalid YAML: %s" % problem, rel, doc=index + 1, line=line) from None
-        line, data, plain = _load_chunk(chunk, rel, index, first_line, decrypt)
+        line, data, plain = _load_chunk(chunk, rel, index, first_line, decrypt, budget)
         yield index, line, data, plain
 
 
@@ -294,13 +363,6 @@ class _Unit:
         self.kind = kind
 
 
-def _find_kustomization(names):
-    for candidate in KUSTOMIZATION_FILES:
-        if candidate in names:
-            return candidate
-    return None
-
-
 #: ``kind: Component`` at the top level of a kustomization file
 _COMPONENT_KIND = re.compile(rb"""^kind:[ \t]*["']?Component["']?[ \t\r]*(?:#.*)?$""", re.M)
 
@@ -361,7 +423,7 @@ def collect(base, root, path_filter, recursive=True):
             entries = sorted(os.scandir(real_dir), key=lambda e: e.name)
         except OSError as exc:
             raise RenderError("cannot list directory: %s" % exc.strerror, prefix or ".") from exc
-        kfile = _find_kustomization({e.name for e in entries})
+        kfile = find_kustomization({e.name for e in entries})
         if kfile is not None:
             if prefix and _is_component(os.path.join(real_dir, kfile)):
                 return  # rendered by the kustomizations that list it in their components
@@ -428,13 +490,9 @@ def is_vault_data(b_data):
     return b_data.lstrip().startswith(VAULT_HEADER)
 
 
-def _documents_of_text(text, rel, decrypt):
-    """Yield ``(index, line, document, plain)`` for a file's content (JSON or YAML, told apart as kubectl does)."""
-    return iter_yaml_documents(text, rel, decrypt=decrypt)
-
-
-def _file_documents(unit, max_file_size, decrypt, template):
-    b_data = _read_bytes(unit, max_file_size)
+def _file_documents(unit, settings):
+    b_data = _read_bytes(unit, settings.max_file_size)
+    decrypt = settings.decrypt
     if is_vault_data(b_data):
         if decrypt is None:
             raise RenderError("the file is vault-encrypted but no vault secrets are available", unit.rel)
@@ -444,74 +502,62 @@ def _file_documents(unit, max_file_size, decrypt, template):
             raise RenderError("cannot decrypt the vault-encrypted file: %s" % _msg(exc), unit.rel) from exc
     text = _decode(b_data, unit.rel)
     if unit.kind == "template":
-        if template is None:
-            raise RenderError("is a template but no templating engine is available", unit.rel)
-        try:
-            rendered = template(text, unit.path)
-        except RenderError:
-            raise
-        except Exception as exc:  # pylint: disable=broad-except  # any templating failure
-            raise RenderError("template error: %s" % _msg(exc), unit.rel) from exc
-        if isinstance(rendered, (dict, list)):  # a template that is a single expression
-            rendered = json.dumps(rendered)
-        text = str(rendered)
-    return _documents_of_text(text, unit.rel, decrypt)
+        text = _rendered(unit, text, settings)
+    return iter_yaml_documents(text, unit.rel, decrypt=decrypt, budget=settings.budget)
+
+
+def _rendered(unit, text, settings):
+    """The text a template renders to (its output refused past ``max_file_size``)."""
+    if settings.template is None:
+        raise RenderError("is a template but no templating engine is available", unit.rel)
+    try:
+        rendered = settings.template(text, unit.path)
+    except RenderError:
+        raise
+    except TemplateFailure as exc:  # the sandbox: what it refused or what failed, and where
+        raise RenderError(exc.problem, unit.rel, line=exc.line) from None
+    except Exception as exc:  # pylint: disable=broad-except  # any templating failure
+        raise RenderError("template error: %s" % _msg(exc), unit.rel) from exc
+    if isinstance(rendered, (dict, list)):  # a template that is a single expression
+        rendered = json.dumps(rendered)
+    # a plain str: ansible-core 2.16's unsafe text is a subclass whose str() is itself, which libyaml refuses
+    rendered = "".join([str(rendered)])
+    if settings.max_file_size and len(rendered) > settings.max_file_size:
+        raise RenderError("the template's output is over the %d byte limit (max_file_size)" % settings.max_file_size,
+                          unit.rel)
+    return rendered
 
 
 # --------------------------------------------------------------------------------------------
 # kustomize
 # --------------------------------------------------------------------------------------------
 
+#: kustomize's default load restrictor, written out so that no configuration can relax it: a
+#: kustomization loads files from its own directory only.
+ROOT_ONLY = "--load-restrictor=LoadRestrictionsRootOnly"
+
+
 def default_kustomize_command():
-    """``kustomize build`` if a kustomize binary is on PATH, else ``kubectl kustomize``."""
+    """``kustomize build`` if a kustomize binary is on PATH, else ``kubectl kustomize``; with the root-only
+    load restrictor, and no Helm, plugins or network for KRM functions (kustomize's defaults)."""
     binary = shutil.which("kustomize")
     if binary:
-        return [binary, "build"]
+        return [binary, "build", ROOT_ONLY]
     kubectl = shutil.which("kubectl")
     if kubectl:
-        return [kubectl, "kustomize"]
+        return [kubectl, "kustomize", ROOT_ONLY]
     return None
 
 
-#: Kustomization fields naming other kustomizations / files, which may live outside the directory.
-KUSTOMIZE_REFERENCE_FIELDS = ("resources", "bases", "components")
+#: kustomize flags that let a kustomization reach outside its repository: files anywhere, Helm charts,
+#: exec and container KRM functions (and their network).
+RELAXING_FLAGS = ("loadrestrictionsnone", "--enable-helm", "--helm-command", "--enable-exec", "--enable-alpha-plugins",
+                  "--network", "--mount")
 
 
-def check_kustomization_references(kdir, root, rel, visited=None):
-    """Refuse local ``resources`` / ``bases`` / ``components`` of a kustomization (recursively) that
-    resolve outside ``root``. kustomize itself only confines plain files to the kustomization's
-    directory; referenced directories may be anywhere. Remote references are left to kustomize.
-    """
-    if visited is None:
-        visited = set()
-    if kdir in visited:
-        return
-    visited.add(kdir)
-    kfile = _find_kustomization(set(os.listdir(kdir)))
-    if kfile is None:
-        return
-    try:
-        with open(os.path.join(kdir, kfile), "rb") as f:
-            data = yaml.load(f, Loader=_BaseLoader)  # a safe loader (CSafeLoader / SafeLoader)
-    except (OSError, yaml.YAMLError):
-        return  # kustomize reports it
-    if not isinstance(data, dict):
-        return
-    for field in KUSTOMIZE_REFERENCE_FIELDS:
-        entries = data.get(field)
-        if not isinstance(entries, list):
-            continue
-        for entry in entries:
-            if not isinstance(entry, str) or "://" in entry:
-                continue
-            target = os.path.join(kdir, entry)
-            if not os.path.lexists(target):
-                continue  # a remote (github.com/...) reference, or missing: kustomize decides
-            real = os.path.realpath(target)
-            if not _within(real, root):
-                raise RenderError("kustomization %s %r resolves outside the checkout: refused" % (field, entry), rel)
-            if os.path.isdir(real):
-                check_kustomization_references(real, root, rel, visited)
+def relaxing_flags(command):
+    """The arguments of a kustomize ``command`` that relax its confinement (see :data:`RELAXING_FLAGS`)."""
+    return [arg for arg in command or [] if any(flag in str(arg).lower() for flag in RELAXING_FLAGS)]
 
 
 #: klog's line header (``E1203 14:20:16.401638   26798 run.go:72] ``), as kubectl prints its errors.
@@ -543,27 +589,38 @@ def kustomize_message(stderr, root=None):
     return "; ".join(messages) or "no message"
 
 
-def _kustomize_documents(unit, command, timeout, root):
-    check_kustomization_references(unit.path, root, unit.rel + "/")
+#: kustomize's output is refused past this many times ``max_file_size`` (a kustomization renders many files).
+KUSTOMIZE_OUTPUT_FACTOR = 8
+
+
+def _kustomize_documents(unit, settings):
+    rel = unit.rel + "/"
+    try:
+        check_tree(unit.path, settings.root, allow_remote=settings.kustomize_remote)
+    except KustomizationRefused as exc:
+        raise RenderError(str(exc), rel) from None
+    command = settings.kustomize
     if command is None:
         command = default_kustomize_command()
     if not command:
-        raise RenderError("is a kustomization but neither kustomize nor kubectl is on PATH", unit.rel + "/")
+        raise RenderError("is a kustomization but neither kustomize nor kubectl is on PATH", rel)
     argv = [*command, unit.path]
+    limit = settings.max_file_size * KUSTOMIZE_OUTPUT_FACTOR
     try:
-        proc = subprocess.run(argv, cwd=unit.path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=timeout, check=False)
+        returncode, stdout, stderr = run_bounded(argv, unit.path, settings.kustomize_timeout, limit)
     except subprocess.TimeoutExpired:
-        raise RenderError("kustomize did not finish within %s seconds (%s)" % (timeout, " ".join(argv)),
-                          unit.rel + "/") from None
+        raise RenderError("kustomize did not finish within %s seconds (%s)" % (settings.kustomize_timeout,
+                                                                               " ".join(argv)), rel) from None
+    except OutputTooLarge:
+        raise RenderError("kustomize's output is over the %d byte limit (%d times max_file_size): stopped it"
+                          % (limit, KUSTOMIZE_OUTPUT_FACTOR), rel) from None
     except OSError as exc:
-        raise RenderError("cannot run %s: %s" % (argv[0], exc.strerror), unit.rel + "/") from exc
-    if proc.returncode != 0:
+        raise RenderError("cannot run %s: %s" % (argv[0], exc.strerror), rel) from exc
+    if returncode != 0:
         raise RenderError("kustomize failed (%s exited with %d): %s" % (
-            " ".join([os.path.basename(command[0]), *command[1:]]), proc.returncode,
-            kustomize_message(proc.stderr.decode("utf-8", "replace"), root)), unit.rel + "/")
-    text = _decode(proc.stdout, unit.rel + "/")
-    return iter_yaml_documents(text, unit.rel + "/")
+            " ".join([os.path.basename(command[0]), *command[1:]]), returncode,
+            kustomize_message(stderr.decode("utf-8", "replace"), settings.root)), rel)
+    return iter_yaml_documents(_decode(stdout, rel), rel, budget=settings.budget)
 
 
 # --------------------------------------------------------------------------------------------
@@ -636,9 +693,30 @@ def _with_source(doc, source):
 # Entry point
 # --------------------------------------------------------------------------------------------
 
+class _Settings:
+    """What every unit of one render is read with (see :func:`render`)."""
+
+    __slots__ = (
+        "budget",
+        "decrypt",
+        "kustomize",
+        "kustomize_remote",
+        "kustomize_timeout",
+        "max_file_size",
+        "root",
+        "template",
+    )
+
+    def __init__(self, root, **kwargs):
+        self.root = root
+        for name in self.__slots__:
+            if name != "root":
+                setattr(self, name, kwargs[name])
+
+
 def render(path, root=None, include=None, exclude=None, recursive=True, max_file_size=DEFAULT_MAX_FILE_SIZE,
            source_annotation=True, decrypt=None, template=None, kustomize=None,
-           kustomize_timeout=DEFAULT_KUSTOMIZE_TIMEOUT, seen=None, origin=None):
+           kustomize_timeout=DEFAULT_KUSTOMIZE_TIMEOUT, seen=None, origin=None, kustomize_remote=False):
     """Render every manifest under ``path`` and return them as a list of plain dicts.
 
     :param path: directory (or single manifest file) to render.
@@ -651,7 +729,9 @@ def render(path, root=None, include=None, exclude=None, recursive=True, max_file
     :param decrypt: ``decrypt(b_vaulttext) -> bytes``; ``None``: vault data is an error.
     :param template: ``template(text, abs_path) -> str``; ``None``: ``*.j2`` files are an error.
     :param kustomize: command rendering a kustomization directory (the directory is appended);
-        ``None``: ``kustomize build`` if available, else ``kubectl kustomize``.
+        ``None``: ``kustomize build`` if available, else ``kubectl kustomize`` (root-only loading).
+    :param kustomize_remote: let kustomizations refer to remote bases, resources and files (kustomize
+        fetches them from the network); ``False``: refused before kustomize runs (see :mod:`kustomize`).
     :param origin: prefix for the sources named in duplicate errors (e.g. the rendered path + ``/``);
         with ``root`` the sources are already named by their path in the repository.
     :param seen: dict ``ObjectId -> source`` shared between calls to detect duplicates across trees.
@@ -678,10 +758,12 @@ def render(path, root=None, include=None, exclude=None, recursive=True, max_file
 
     # with a root, files are named by their path in the repository (in errors and in the source annotation)
     prefix = _relative_dir(base, root_real) if root else ""
+    settings = _Settings(root_real, max_file_size=max_file_size, decrypt=decrypt, template=template, kustomize=kustomize,
+                         kustomize_timeout=kustomize_timeout, kustomize_remote=kustomize_remote,
+                         budget=ExpansionBudget())
     try:
         return _render_units(collect(base, root_real, PathFilter(include, exclude), recursive=recursive),
-                             root_real, max_file_size, source_annotation, decrypt, template, kustomize,
-                             kustomize_timeout, {} if seen is None else seen, origin, prefix)
+                             settings, source_annotation, {} if seen is None else seen, origin, prefix)
     except RenderError as exc:
         exc = exc.under(prefix)
         if root:  # named in the repository, never by the controller's checkout directory
@@ -705,14 +787,10 @@ def _relative_dir(base, root):
     return "" if rel == "." else rel.replace(os.sep, "/")
 
 
-def _render_units(units, root_real, max_file_size, source_annotation, decrypt, template, kustomize,
-                  kustomize_timeout, seen, origin, prefix=""):
+def _render_units(units, settings, source_annotation, seen, origin, prefix=""):
     manifests = []
     for unit in units:
-        if unit.kind == "kustomize":
-            documents = _kustomize_documents(unit, kustomize, kustomize_timeout, root_real)
-        else:
-            documents = _file_documents(unit, max_file_size, decrypt, template)
+        documents = _kustomize_documents(unit, settings) if unit.kind == "kustomize" else _file_documents(unit, settings)
         label = (prefix or unit.rel) if unit.rel == "." else _join(prefix, unit.rel)
         shown = unit.rel + "/" if unit.kind == "kustomize" else unit.rel
         for index, line, doc, plain in documents:

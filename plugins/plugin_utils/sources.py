@@ -4,8 +4,8 @@
 """The pure part of ``stacksync.k8s.sources``: sources resolved and checked, their order, the results.
 
 No I/O here: the action plugin fetches, renders and runs ``stacksync.k8s.stack``; these functions
-decide what to run in which order and turn the runs' results into ``stacksync_results`` entries, the
-summary printed at the end and the ``set_stats`` data.
+decide what to run in which order and turn the runs' results into ``stacksync_results`` entries
+(what a sync prints and its ``set_stats`` data are in :mod:`.summary`).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,7 +13,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+from collections import namedtuple
 
+from ansible_collections.stacksync.k8s.plugins.module_utils import gate
 from ansible_collections.stacksync.k8s.plugins.module_utils import health_status as hs
 from ansible_collections.stacksync.k8s.plugins.module_utils.auth import AUTH_ARG_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_OPTIONS
@@ -21,16 +23,17 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.naming import legacy
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import PASSTHROUGH
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import check_source, repo_subpath, source_stack
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.rename import renamed_dependencies
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.summary import one_line, own_words
 
 SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "namespace", "prune", "state", "vars",
                   "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on",
-                  *POLICY_OPTIONS)
+                  "trusted", "vault_id", "kustomize_remote", "prune_grace", *POLICY_OPTIONS)
 SOURCE_DEFAULTS = {"version": "HEAD", "path": ".", "stack": "", "include": [], "exclude": [], "namespace": "",
-                   "prune": True, "state": "present", "vars": {}, "depends_on": []}
+                   "prune": True, "state": "present", "vars": {}, "depends_on": [],
+                   "trusted": False, "vault_id": [], "kustomize_remote": False}
 #: the job's connection settings, none of which a source with its own kubeconfig or context gets (nor the
 #: K8S_AUTH_* environment: its stack runs with k8s_auth_env false); only request_timeout is not a credential
 HOST_CREDENTIALS = tuple(sorted(set(AUTH_ARG_SPEC) - {"request_timeout"}))
-LIST_LIMIT = 20  # objects listed per stack and kind of outcome in the summary
 HEALTHY = (hs.HEALTHY, hs.CURRENT)  # health as stack_info / wait report it
 
 
@@ -54,7 +57,10 @@ def resolve(sources, defaults):
                               % (i + 1, ", ".join(unknown), ", ".join(SOURCE_OPTIONS)))
         entry = dict(base, **dict((k, v) for k, v in source.items() if v is not None))
         resolved.append(_checked(i + 1, entry))
+        resolved[-1]["given"] = sorted(k for k, v in source.items() if v not in (None, "", []))  # for messages
     check_stacks(renamed_dependencies(resolved))
+    for entry in resolved:  # each stack reads the records of the others (stack_args), None: the task's default
+        entry["sync_record_namespaces"] = [s.get("record_namespace") or None for s in resolved]
     return resolved
 
 
@@ -71,12 +77,14 @@ def _checked(number, entry):
         entry["path"] = repo_subpath(entry["path"])
         entry["legacy_stack"] = None if entry["stack"] else _legacy_name(repo, entry["path"])
         entry["stack"] = source_stack(repo, entry["path"], entry["stack"])
+        # the stack's owning source, as its record remembers it (credential-free: no userinfo, no query)
         entry["source_id"] = source_id(repo, entry["path"])
     except ValueError as e:
         raise SourceError("source %s: %s" % (label, e)) from None
     entry["depends_on"] = list(entry["depends_on"] or [])
     entry["own_auth"] = bool(entry.get("kubeconfig") or entry.get("context"))
     entry["repo_label"] = label
+    entry["index"] = number - 1  # where it is in the task's list, for messages
     return entry
 
 
@@ -155,25 +163,140 @@ def own_connection(source, params, environ=None):
     return args
 
 
-def stack_args(source, commit, resources, params, phase, wait=False, environ=None):
+# -- the schedule: apply every stack in order, then prune every stack the prune gate lets prune, in reverse ------
+#: outcomes of a step, in ``done`` (see :func:`next_step`)
+DONE, FAILED, NOT_RUN = "done", "failed", "not run"
+
+#: one step of a sources run: run ``source``'s stack in ``phase`` (all, apply, prune or delete), or, with ``phase``
+#: None, not (``message`` says why); ``stage`` is the part of the run it belongs to (apply or prune)
+Step = namedtuple("Step", ["stage", "source", "commit", "resources", "phase", "message"])
+
+
+def single_run(prepared):
+    """One present source: applied and (as its stack's prune gate says) pruned by one stack run (phase all)."""
+    return len(prepared) == 1 and prepared[0][0]["state"] == "present"
+
+
+def _failed_applies(done):
+    return set(stack for stack, stages in done.items() if stages.get("apply") == FAILED)
+
+
+def prune_decision(prepared, index, done):
+    """The prune gate's answer (:func:`.gate.decide`) for the stack of ``prepared[index]`` once every apply is done."""
+    source, _commit, _resources, error = prepared[index]
+    failed = _failed_applies(done)
+    own = done.get(source["stack"], {}).get("apply")
+    return gate.decide(gate.Facts(
+        caller=gate.SOURCES, stack=source["stack"], state=source["state"], prune=source["prune"],
+        source_failed=bool(error), blocked=tuple(blocked_by(source, failed)),
+        apply_errors=(1 if own == FAILED else 0) if source["state"] == "present" else None,
+        others_failed=bool(failed - {source["stack"]}),
+        unrendered=tuple(p[0]["stack"] for p in prepared if p[3] and p[0] is not source)))
+
+
+def next_step(prepared, done):
+    """The next :class:`Step` of a sources run, or None when it is over (pure).
+
+    :param prepared: ``[(source, commit, resources, error)]`` in apply order (``error``: it could not be fetched or
+        rendered).
+    :param done: ``{stack: {stage: outcome}}``, the outcome (:data:`DONE`, :data:`FAILED` or :data:`NOT_RUN`) of
+        each step so far, which the caller records.
+
+    Every present source is applied in order, but not one whose source failed or which depends on a stack that
+    failed. Then, in reverse order, each stack prunes (or, state absent, is deleted) as the prune gate says: one
+    stack's failed apply does not hold back another's prune (what the run's other sources declare is passed to it,
+    :func:`other_sources`), but a stack whose own apply failed or did not run never prunes.
+    """
+    failed = _failed_applies(done)
+    for source, commit, resources, error in prepared:
+        if source["state"] != "present" or "apply" in done.get(source["stack"], {}):
+            continue
+        blocked = blocked_by(source, failed)
+        if error:
+            return Step("apply", source, commit, resources, None, "FAILED: %s" % one_line(error))
+        if blocked:
+            return Step("apply", source, commit, resources, None,
+                        "not applied: it depends on %s, which failed" % ", ".join(blocked))
+        return Step("apply", source, commit, resources, "all" if single_run(prepared) else "apply", None)
+    if single_run(prepared):
+        return None
+    for index in reversed(range(len(prepared))):
+        source, commit, resources, _error = prepared[index]
+        if "prune" in done.get(source["stack"], {}):
+            continue
+        decision = prune_decision(prepared, index, done)
+        phase = ("prune" if source["state"] == "present" else "delete") if decision.prune else None
+        return Step("prune", source, commit, resources, phase, decision.message or None)
+    return None
+
+
+def declared(resources):
+    """The identities ``resources`` declare, as the stack option ``other_sources`` lists them."""
+    out = []
+    for m in resources or []:
+        meta = m.get("metadata") if isinstance(m, dict) else None
+        if isinstance(meta, dict) and isinstance(m.get("apiVersion"), str) and isinstance(m.get("kind"), str) \
+                and isinstance(meta.get("name"), str):
+            out.append([m["apiVersion"], m["kind"], meta.get("namespace") or "", meta["name"]])
+    return out
+
+
+def other_sources(prepared, source, params, declarations):
+    """The stack option ``other_sources`` of ``source``'s runs: what every other present source of the run rendered
+    (whatever became of its apply). A source that could not be rendered is listed without objects (None): what it
+    owns stays with it, and what its record declares counts as declared.
+
+    ``declarations``: ``{stack: declared(resources)}``, computed once per run.
+    """
+    out, earlier = [], True
+    for other, _commit, resources, error in prepared:
+        if other is source:
+            earlier = False
+            continue
+        if other["state"] != "present":
+            continue
+        entry = {"stack": other["stack"], "source": other["source_id"], "earlier": earlier,
+                 "namespace": other["namespace"] or params.get("namespace") or "",
+                 "objects": None if error or resources is None else declarations[other["stack"]]}
+        policy = _policy(other, params)
+        if policy:  # what it declares outside its confinement is no claim: its own run refuses to write it
+            entry["policy"] = policy
+        out.append(entry)
+    return out
+
+
+def _policy(source, params):
+    """The confinement options in force for ``source`` (its own, else the task's), only those set."""
+    return dict((k, source[k] if source.get(k) is not None else params.get(k)) for k in POLICY_OPTIONS
+                if source.get(k) is not None or params.get(k) is not None)
+
+
+def stack_args(source, commit, resources, params, phase, wait=False, environ=None, others=None):
     """The arguments of the ``stacksync.k8s.stack`` run of ``source`` in ``phase`` (apply, prune or all).
 
     ``params`` are the task's (validated) options; those of :data:`sources_spec.PASSTHROUGH` that are set go to
     every stack, except the job's connection settings for a source with its own kubeconfig or context
-    (:func:`own_connection`).
+    (:func:`own_connection`). ``others``: what the run's other sources declare (:func:`other_sources`).
     """
     args = dict((k, params[k]) for k in PASSTHROUGH if params.get(k) is not None)
     if source["own_auth"]:
         for k in HOST_CREDENTIALS:
             args.pop(k, None)
         args.update(own_connection(source, params, environ))
-    for k in ("kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", *POLICY_OPTIONS):
+    for k in ("kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "prune_grace",
+              *POLICY_OPTIONS):
         if source.get(k) not in (None, ""):
             args[k] = source[k]
     if source.get("impersonate_user") == "":  # an empty string turns the host's impersonation off
         args.pop("impersonate_user", None)
         args.pop("impersonate_groups", None)
-    args.update(name=source["stack"], state=source["state"], prune=True)
+    default = params.get("record_namespace") or "kube-system"
+    known = set(ns or default for ns in source.get("sync_record_namespaces") or ())
+    if len(known) > 1:  # where a source's credentials may not list records cluster-wide, it reads these
+        args["record_namespaces"] = sorted(known | set(params.get("record_namespaces") or ()))
+    args.update(name=source["stack"], state=source["state"], prune=source["prune"], source=source["source_id"])
+    if others:
+        args["other_sources"] = others
     if source["namespace"]:
         args["namespace"] = source["namespace"]
     if source["state"] == "present":
@@ -192,10 +315,11 @@ def _prune_failed(result):
 
 
 def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, seconds=0.0, blocked=None,
-                error=None):
+                error=None, waited=False):
     """The ``stacksync_results`` entry of one stack from its apply and prune results (``None``: not run).
 
     ``error``: the stack's source could not be fetched or rendered (nothing of it was applied).
+    ``waited``: the apply waited until the objects it wrote were healthy (``health`` says what was found).
 
     With ``one_run`` the apply result is a single run that applied and pruned (phase all): it is split so
     the entry reads as with two runs.
@@ -218,7 +342,9 @@ def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, 
     counts["pruned"] = int((prune.get("counts") or {}).get("pruned", 0))
     counts["skipped"] = len(skipped)
     applied = _refs(apply.get("applied"))
-    msg = apply.get("msg", "") if apply_failed else (prune.get("msg", "") if prune_failed else "")
+    unhealthy = [o for o in applied if o.get("health") and o["health"] not in HEALTHY]
+    # the entry names its stack: its message does not again
+    msg = own_words(source["stack"], apply.get("msg", "") if apply_failed else (prune.get("msg", "") if prune_failed else ""))
     if blocked:
         msg = "not applied: it depends on %s, which failed" % ", ".join(blocked)
     if error:
@@ -231,12 +357,21 @@ def stack_entry(source, commit, objects, apply=None, prune=None, one_run=False, 
         "failed": apply_failed or prune_failed or bool(blocked) or bool(error), "msg": msg,
         "pruning": _pruning(source, prune, prune_failed),
         "counts": counts, "applied": applied, "pruned": _refs(prune.get("pruned")), "skipped": skipped,
-        "unhealthy": [o for o in applied if o.get("health") and o["health"] not in HEALTHY],
+        "marked": _refs(prune.get("marked")),  # prune_grace: marked for pruning, with prune_after
+        "unhealthy": unhealthy, "health": _health(applied, unhealthy, waited and not apply_failed),
         "warnings": _merged(apply.get("warnings"), prune.get("warnings")),
         # one run: its result stands for both phases, so its diff is listed once
         "diff": [d for d in (apply.get("diff"), None if one_run else prune.get("diff")) if d],
         "seconds": round(seconds, 2),
     }
+
+
+def _health(applied, unhealthy, waited):
+    """``not checked`` (nothing written was waited for), ``healthy`` or ``unhealthy``."""
+    if unhealthy:
+        return "unhealthy"
+    checked = waited and any(o.get("action") in ("created", "configured") for o in applied)
+    return "healthy" if checked else "not checked"
 
 
 def _merged(*lists):
@@ -250,92 +385,6 @@ def _merged(*lists):
 def _pruning(source, prune, prune_failed):
     if prune_failed:
         return "failed"
-    if prune:
-        return "done"
-    return "disabled" if not source["prune"] and source["state"] == "present" else "not run"
-
-
-def _ref_text(o):
-    ns = o.get("namespace")
-    return "%s %s%s" % (o.get("kind") or "?", (ns + "/") if ns else "", o.get("name") or "?")
-
-
-def _listed(lines, objects, describe, limit=LIST_LIMIT):
-    for o in objects[:limit]:
-        lines.append("  " + describe(o))
-    if len(objects) > limit:
-        lines.append("  ... and %d more" % (len(objects) - limit))
-
-
-COLUMNS = ("stack", "commit", "created", "configured", "unchanged", "pruned", "skipped", "unhealthy", "seconds",
-           "result")
-
-
-def _result(entry):
-    if entry["failed"] and entry["msg"].startswith("not applied"):
-        return entry["msg"]
-    if entry["state"] == "absent":
-        return "FAILED" if entry["failed"] else "deleted"
-    result = "FAILED" if entry["failed"] else "ok"
-    return result if entry["pruning"] == "done" else "%s (pruning %s)" % (result, entry["pruning"])
-
-
-def _row(entry):
-    c = entry["counts"]
-    return (entry["stack"], entry["commit"][:12] or "-", c["created"], c["configured"], c["unchanged"], c["pruned"],
-            c["skipped"], len(entry["unhealthy"]), "%.1f" % entry["seconds"], _result(entry))
-
-
-def table(rows, left=(0, 1)):
-    """``rows`` (tuples of strings, the first the header) as aligned lines; text columns left, numbers right."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    last = len(rows[0]) - 1
-    return [("  ".join(r[i].ljust(widths[i]) if i in left or i == last else r[i].rjust(widths[i])
-                       for i in range(len(r)))).rstrip() for r in rows]
-
-
-def _details(entry):
-    details = []
-    written = [o for o in entry["applied"] if o.get("action") in ("created", "configured")]
-    _listed(details, written, lambda o: "%s %s" % (o.get("action"), _ref_text(o)))
-    _listed(details, entry["pruned"], lambda o: "pruned " + _ref_text(o))
-    _listed(details, entry["skipped"], lambda o: "skipped %s: %s" % (_ref_text(o), o.get("reason") or ""), 10)
-    _listed(details, entry["unhealthy"],
-            lambda o: "unhealthy %s: %s (%s)" % (_ref_text(o), o.get("health"), o.get("health_reason") or ""), 10)
-    # warnings are not repeated here: the task's result carries them, and Ansible prints each once
-    if entry["failed"] and not entry["msg"].startswith("not applied"):
-        details.append("  error: in the task's message")
-    return details
-
-
-def summary_lines(host, entries, check_mode=False):
-    """The summary printed at the end of a sync: a table with one row per stack, then each stack's details."""
-    lines = []
-    if check_mode:
-        lines.append("check mode: nothing was changed, the counts say what a sync would do")
-    lines.extend(table([tuple(c.upper() for c in COLUMNS)] + [tuple(str(v) for v in _row(e)) for e in entries]))
-    for e in entries:
-        details = _details(e)
-        if details:
-            lines.append("%s:" % e["stack"])
-            lines.extend(details)
-    return ["stacksync summary [%s]" % host] + ["  " + line for line in lines]
-
-
-def stats(entries):
-    """Per stack the counts and state, for ``set_stats`` (AWX shows them as the job's artifacts)."""
-    return dict((e["stack"], {
-        "commit": e["commit"], "repo": e["repo"], "path": e["path"], "state": e["state"], "failed": e["failed"],
-        "changed": e["changed"], "pruning": e["pruning"], "counts": e["counts"], "seconds": e["seconds"],
-        "unhealthy": [dict(_ref_keys(o), health=o.get("health"), reason=o.get("health_reason"))
-                      for o in e["unhealthy"]],
-    }) for e in entries)
-
-
-def _ref_keys(o):
-    return dict((k, o.get(k)) for k in ("apiVersion", "kind", "namespace", "name"))
-
-
-def failure_message(entries):
-    """The error of the sync, once: each failed stack's message (a stack blocked by a dependency included)."""
-    return "; ".join("stack %s: %s" % (e["stack"], e["msg"] or "failed") for e in entries if e["failed"])
+    if not source["prune"] and source["state"] == "present":
+        return "disabled"
+    return "done" if prune else "not run"

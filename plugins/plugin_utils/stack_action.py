@@ -24,11 +24,13 @@ from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.common.validation import check_type_bool
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
+from ansible.release import __version__ as CORE_VERSION
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import credential_values, safe_params
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import (
+    discovery_modes,
     effective_interpreter,
     interpreter_reason,
     task_reasons,
@@ -75,18 +77,23 @@ def validation_message(validated, module):
     return msg
 
 
+#: list-of-mappings options that can hold thousands of entries: ``resources`` (the manifests) and ``other_sources``
+#: (what a sources run's other sources declare)
+BULK_OPTIONS = ("resources", "other_sources")
+
+
 def validate_args(args, argument_spec, mutually_exclusive=None):
     """The arguments validated with a module's spec, as ``ArgumentSpecValidator.validate`` would.
 
-    The validator deep-copies every parameter; thousands of manifests that are already mappings
-    (what ``resources`` must hold) are validated as an empty list and then put back as they are.
+    The validator deep-copies every parameter; the thousands of entries of :data:`BULK_OPTIONS` that are already
+    mappings (what they must hold) are validated as an empty list and then put back as they are.
     """
-    resources = args.get("resources")
-    plain = isinstance(resources, list) and resources and all(isinstance(r, dict) for r in resources)
+    bulk = dict((name, args[name]) for name in BULK_OPTIONS if name in argument_spec and isinstance(args.get(name), list)
+                and args[name] and all(isinstance(r, dict) for r in args[name]))
     validator = ArgumentSpecValidator(argument_spec, mutually_exclusive=mutually_exclusive)
-    validated = validator.validate(dict(args, resources=[]) if plain else args)
-    if plain and not validated.error_messages:
-        validated.validated_parameters["resources"] = resources
+    validated = validator.validate(dict(args, **dict((name, []) for name in bulk)) if bulk else args)
+    if bulk and not validated.error_messages:
+        validated.validated_parameters.update(bulk)
     return validated
 
 
@@ -243,7 +250,7 @@ class StackAction(ActionBase):
         interpreter, how = effective_interpreter(
             configured, origin, discovered=facts.get(DISCOVERED_FACT),
             remote_is_local=bool(getattr(self._connection, "_remote_is_local", False)),
-            playbook_python=task_vars.get("ansible_playbook_python"))
+            playbook_python=task_vars.get("ansible_playbook_python"), modes=discovery_modes(CORE_VERSION))
         if interpreter is None:
             mode = (configured or "auto").strip() or "auto"
             interpreter = discover_interpreter(action=self, interpreter_name="python", discovery_mode=mode,

@@ -5,6 +5,8 @@ reports. Passes on the simulator and on a real server (STACKSYNC_TEST_KUBECONFIG
 import http.client
 import json
 import ssl
+import time
+import uuid
 
 import pytest
 
@@ -84,13 +86,66 @@ def test_impersonation_without_a_user_is_a_bad_request(api):
                                                  'Extra:map[string][]string(nil)} without impersonating a user name')
 
 
-def test_impersonation_needs_the_impersonate_verb(kube):
+def _anonymous_get(kube, path, headers):
+    context = ssl.create_default_context(cafile=kube.ca_cert)
+    host, port = kube.server.split("://")[1].rsplit(":", 1)
+    conn = http.client.HTTPSConnection(host, int(port), context=context, timeout=30)
+    conn.request("GET", path, headers=dict(headers, Accept="application/json"))
+    resp = conn.getresponse()
+    data = json.loads(resp.read() or b"{}")
+    conn.close()
+    return resp.status, data
+
+
+def test_a_requestor_that_never_impersonated_is_refused_in_the_constrained_words(kube):
+    # v1.36 tries the constrained impersonation modes first and remembers, per requestor, the mode that last worked:
+    # a requestor whose impersonation never worked (system:anonymous here) is refused naming the first mode, on the
+    # request's own verb and resource
+    if not kube.ca_cert:
+        pytest.skip("the cluster's kubeconfig names no CA")
+    status, body = _anonymous_get(kube, "/api/v1/namespaces", {"Impersonate-User": "bob"})
+    assert status == 403 and body["message"] == (
+        'namespaces is forbidden: User "system:anonymous" cannot impersonate-on:user-info:list resource "namespaces" '
+        'in API group "" at the cluster scope')
+    status, body = _anonymous_get(kube, "/api/v1/namespaces/default/configmaps/x",
+                                  {"Impersonate-User": "system:serviceaccount:a:b"})
+    assert status == 403 and body["message"] == (
+        'configmaps "x" is forbidden: User "system:anonymous" cannot impersonate-on:serviceaccount:get resource '
+        '"configmaps" in API group "" in the namespace "default"')
+
+
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+def test_after_a_legacy_impersonation_a_refusal_names_the_impersonate_verb(kube):
     limited = kube.limited_http()
     if limited is None:
         pytest.skip("no limited kubeconfig (set STACKSYNC_TEST_LIMITED_KUBECONFIG)")
-    status, body, _ = limited.get("/api/v1/namespaces", headers={"Impersonate-User": "bob"})
-    assert status == 403 and body["message"] == ('users "bob" is forbidden: User "limited" cannot impersonate resource "users" '
-                                                 'in API group "" at the cluster scope')
-    status, body, _ = limited.get("/api/v1/namespaces", headers={"Impersonate-User": "system:serviceaccount:ns1:sa1"})
-    assert status == 403 and body["message"] == ('serviceaccounts "sa1" is forbidden: User "limited" cannot impersonate resource '
-                                                 '"serviceaccounts" in API group "" in the namespace "ns1"')
+    name = "conf-imp-" + uuid.uuid4().hex[:6]
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+            "rules": [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"], "resourceNames": ["jane"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "limited"}]}
+    assert kube.http.request("POST", f"{RBAC}/clusterroles", role)[0] == 201
+    assert kube.http.request("POST", f"{RBAC}/clusterrolebindings", binding)[0] == 201
+    try:
+        # impersonating jane works (jane herself may not list namespaces): the legacy mode is limited's from now on
+        deadline = time.time() + 15
+        while True:
+            status, body, _ = limited.get("/api/v1/namespaces", headers={"Impersonate-User": "jane"})
+            if 'User "jane" cannot list' in body.get("message", "") or time.time() > deadline:
+                break
+            time.sleep(0.2)  # a real server's RBAC cache catches up
+        assert status == 403 and 'User "jane" cannot list resource "namespaces"' in body["message"], body
+        status, body, _ = limited.get("/api/v1/namespaces", headers={"Impersonate-User": "bob"})
+        assert status == 403 and body["message"] == (
+            'users "bob" is forbidden: User "limited" cannot impersonate resource "users" in API group "" at the '
+            'cluster scope')
+        status, body, _ = limited.get("/api/v1/namespaces", headers={"Impersonate-User": "system:serviceaccount:ns1:sa1"})
+        assert status == 403 and body["message"] == (
+            'serviceaccounts "sa1" is forbidden: User "limited" cannot impersonate resource "serviceaccounts" in API '
+            'group "" in the namespace "ns1"')
+    finally:
+        kube.http.request("DELETE", f"{RBAC}/clusterrolebindings/{name}")
+        kube.http.request("DELETE", f"{RBAC}/clusterroles/{name}")

@@ -107,7 +107,8 @@ def test_stack_info_with_src_reports_exactly_what_the_sync_then_does(tmp_path, k
     })
     stack = "info-" + uuid.uuid4().hex[:6]
     variables = dict(stack=stack, ns=ns, src=str(tree / "apps"), stacksync_in_process=in_process,
-                     render=dict(root=str(tree), exclude=["legacy"], template_vars=dict(replicas=3)))
+                     render=dict(root=str(tree), exclude=["legacy"], template_vars=dict(replicas=3), trusted=True))
+    # trusted: this repository's templates get the task's variables (``stack``), as the playbook's own would
     r, _log = run(tmp_path, kube, variables)
     assert not r["sync"].get("failed"), r["sync"]
     assert names(r["sync"]["applied"], action="created") == ["changed", "edited", "gone", "gone-too", "kept", "templated"]

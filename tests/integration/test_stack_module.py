@@ -94,7 +94,8 @@ def test_src_is_rendered_on_the_controller_and_a_broken_tree_writes_nothing(tmp_
     (tree / "apps" / "legacy" / "old.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: legacy}\n")
     stack = "src-" + uuid.uuid4().hex[:6]
     variables = dict(stack=stack, ns=ns, record_ns=ns, src=str(tree / "apps"), stacksync_in_process=in_process,
-                     render=dict(root=str(tree), exclude=["legacy"], template_vars=dict(replicas=3)))
+                     render=dict(root=str(tree), exclude=["legacy"], template_vars=dict(replicas=3), trusted=True))
+    # trusted: this repository's templates get the task's variables (``stack``), as the playbook's own would
     r, log = run(tmp_path, kube, [], variables, verbose=True, playbook=SRC_PLAYBOOK)
     assert not r.get("failed"), r
     assert (IN_PROCESS if in_process else MODULE_PROCESS) in log

@@ -155,7 +155,7 @@ class Run:
             for line in lines[start + 1:]:
                 if line.startswith(" ") or line.endswith(":"):
                     break
-                cells = line.split(None, len(header) - 1)
+                cells = re.split(r"\s{2,}", line.strip())  # columns are two spaces apart; a cell has single ones
                 rows[cells[0]] = dict(zip(header, cells))
             out[host] = rows
         return out

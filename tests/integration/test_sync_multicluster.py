@@ -324,12 +324,22 @@ def test_unreachable_cluster_fails_alone(env, tmp_path):
 
 def test_state_absent_deletes_a_whole_stack_without_its_repo(env):
     step(env, "absent", "check")
-    extra = dict(env.extra_vars, stacksync_sources=[
-        env.extra_vars["stacksync_sources"][0],
-        # the repo is gone: a stack to delete needs only its name
-        {"repo": "file:///nonexistent/apps.git", "stack": env.apps_stack, "state": "absent"},
-    ])
-    run = run_playbook(env.inventory, extra)
+    def absent(repo, path):
+        return dict(env.extra_vars, stacksync_sources=[env.extra_vars["stacksync_sources"][0],
+                                                       {"repo": repo, "path": path, "stack": env.apps_stack,
+                                                        "state": "absent"}])
+    # another source may not delete it: the stack's record names the source it belongs to
+    run = run_playbook(env.inventory, absent("file:///nonexistent/other.git", "."))
+    assert run.rc != 0 and "belongs to source" in run.stdout, run.tail()
+    for cluster in CLUSTERS:
+        assert env.configmap(cluster, "beta", "b1") is not None
+    # its own source may, although the repo is gone (a stack being deleted is not fetched)
+    gone = env.apps.path.with_name("apps-gone")
+    env.apps.path.rename(gone)
+    try:
+        run = run_playbook(env.inventory, absent(env.apps.url, "deploy"))
+    finally:
+        gone.rename(env.apps.path)
     assert_ok(run)
     for cluster in CLUSTERS:
         assert env.configmap(cluster, "beta", "b1") is None

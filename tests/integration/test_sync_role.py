@@ -119,9 +119,15 @@ def test_check_mode_on_a_fresh_stack_changes_nothing(setup, kube, tmp_path):
     ({}, "Set either stacksync_sources"),
     ({"stacksync_sources": [{"path": "x"}]}, "repo"),
     ({"stacksync_sources": [{"repo": "file:///x", "state": "gone"}]}, "state"),
+    # a message names the role's variable that set what is wrong
+    ({"stacksync_sources": [{"repo": "REPO_URL", "path": "manifests", "kubeconfig": "/nowhere/kubeconfig"}]},
+     "Kubeconfig file not found: /nowhere/kubeconfig (check stacksync_sources[0].kubeconfig)"),
+    ({"stacksync_repo": "REPO_URL", "stacksync_path": "manifests", "stacksync_kubeconfig": "/nowhere/kubeconfig"},
+     "Kubeconfig file not found: /nowhere/kubeconfig (check stacksync_kubeconfig)"),
 ])
 def test_bad_inputs_fail_with_a_clear_message(setup, extra, message):
     _tmp, inventory, variables, _ns = setup
+    extra = json.loads(json.dumps(extra).replace("REPO_URL", variables["repo_url"]))
     run = run_playbook(inventory, dict(variables, **extra))
     assert run.rc != 0
     assert message in run.output, run.tail()
@@ -226,9 +232,9 @@ def test_single_source_applies_and_prunes_in_one_run(setup, kube, tmp_path):
         assert r["pruning"] == "done" and r["changed"] and not r["failed"], r
         assert [o["name"] for o in r["pruned"]] == ["gone"], r
         assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/gone") is None
-        # one module run (phase all): a start line and one end line that counts the pruned object too
+        # one module run (phase all): what it deletes as it starts, then one end line that counts it too
         said = [line for line in run.stdout.splitlines() if line.startswith(f"stacksync [the-cluster] stack {stack}: ")]
-        assert len(said) == 2 and said[1].endswith(" s") and "unchanged 2, pruned 1, skipped 0" in said[1], said
+        assert len(said) == 2 and said[0].endswith(": pruning 1 object") and ": unchanged 2, pruned 1 in " in said[1], said
         row = run.summary_rows()["the-cluster"][stack]
         assert (row["pruned"], row["result"]) == ("1", "ok"), run.summaries()
 

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from . import aggregation, authz, errors, openapi, protobuf, resources
+from . import aggregation, authz, errors, openapi, protobuf, resources, webhooks
 from .table import to_table, wants_table
 from .unknown import strip_unknown
 
@@ -277,6 +277,7 @@ class Router:
             raise errors.unknown_resource()
         self._authorize(req, rt)
         dry_run = self._dry_run(req)
+        webhooks.validate(self.sim, req, rt, dry_run)
         manager = req.query.get("fieldManager") or _manager_from_agent(req.headers.get("User-Agent"))
         if verb == "watch":
             return self.sim.stream_watch(handler, req, rt)

@@ -127,6 +127,7 @@ class Simulator:
         self.limited_token = secrets.token_hex(16)
         self.restricted_token = secrets.token_hex(16)
         self.users = {}
+        self._legacy_impersonators = set()  # requestors whose last impersonation succeeded in the legacy mode
         self.faults = Faults(latency_ms=latency_ms, seed=seed)
         self._rng = random.Random(seed)
         self._throttle_left = 0
@@ -356,8 +357,10 @@ class Simulator:
         a service account), ``groups``, ``uids`` and ``userextras/<key>`` (group ``authentication.k8s.io``); the
         request is then authorized as the impersonated user alone (a service account impersonated without
         groups gets the ``system:serviceaccounts`` groups). Uid, groups or extra without a user is 400.
-        (v1.36 words a refusal of a caller with no impersonation rights at all as ``cannot impersonate-on:
-        user-info:<verb>`` on the requested resource at times; the legacy words are used here.)"""
+        v1.36's constrained impersonation tries its modes in turn and remembers, per requestor, the mode that last
+        worked: until the legacy mode (the ``impersonate`` verb) has worked for a requestor, a refusal names the first
+        constrained mode, ``cannot impersonate-on:<user-info|serviceaccount>:<verb>`` on the requested resource;
+        after, the legacy check that failed (pinned by tests/conformance/test_auth_conformance.py)."""
         get_all = getattr(req.headers, "get_all", None)
         name, uid = req.headers.get("Impersonate-User") or "", req.headers.get("Impersonate-Uid") or ""
         groups = list(get_all("Impersonate-Group") or []) if get_all else []
@@ -374,7 +377,12 @@ class Simulator:
         checks += [("authentication.k8s.io", "userextras/" + k, v, None) for k, vs in extra.items() for v in vs]
         for group, plural, target, namespace in checks:
             if not authz.allowed(self.cluster, user, "impersonate", group, plural, namespace, target):
+                if user.name not in self._legacy_impersonators and req.verb:
+                    mode = "serviceaccount" if sa and len(sa) == 4 else "user-info"
+                    raise errors.forbidden(user.name, f"impersonate-on:{mode}:{req.verb}", None, req.namespace,
+                                           req.name, req.group, req.plural)
                 raise errors.forbidden(user.name, "impersonate", None, namespace, target, group, plural)
+        self._legacy_impersonators.add(user.name)
         if sa and len(sa) == 4 and not groups:
             groups = ["system:serviceaccounts", "system:serviceaccounts:" + sa[2]]
         return User(name, groups, "system:masters" in groups, [], uid, extra)

@@ -203,12 +203,12 @@ def may_prune(obj, oid, stack, desired_ids):
     return owned(obj, stack, oid) and oid not in desired_ids and not protected(obj)
 
 
-def deletion_violations(before, after, stack, desired_ids, namespaces_kept=()):
+def deletion_violations(before, after, stack, desired_ids, namespaces_kept=(), prunable=None):
     """Objects that vanished (or were replaced) between two snapshots without being prunable.
 
     ``before``/``after``: ``{ObjectId: obj}``. A child removed by the garbage collector because its
     owner was legitimately deleted is fine; anything else that vanished must satisfy
-    :func:`may_prune` for ``stack`` in the ``before`` state.
+    :func:`may_prune` for ``stack`` in the ``before`` state (or ``prunable(oid, obj)``, when given).
     """
     after_uids = {(o.get("metadata") or {}).get("uid") for o in after.values()}
     gone = []
@@ -219,7 +219,7 @@ def deletion_violations(before, after, stack, desired_ids, namespaces_kept=()):
         gone.append((oid, obj))
     bad = []
     for oid, obj in gone:
-        if may_prune(obj, oid, stack, desired_ids):
+        if prunable(oid, obj) if prunable is not None else may_prune(obj, oid, stack, desired_ids):
             continue
         refs = (obj.get("metadata") or {}).get("ownerReferences") or []
         if refs and any(r.get("uid") not in after_uids for r in refs):

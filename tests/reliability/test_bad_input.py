@@ -21,7 +21,9 @@ from . import helpers as H
 pytestmark = pytest.mark.sim_only
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
-DANGEROUS = ("yaml-bomb", "deeply-nested", "huge-document")
+DANGEROUS = ("yaml-bomb", "yaml-size-bomb", "deeply-nested", "huge-document")
+#: cases written at test time (not worth a file in git)
+GENERATED = ("huge-document", "yaml-size-bomb")
 #: case -> (file the error must name, words the error must contain (any of))
 EXPECT = {
     "invalid-yaml": ("bad.yaml", ["YAML"]),
@@ -33,6 +35,8 @@ EXPECT = {
     "non-string-name": ("bad.yaml", ["name"]),
     "duplicate-object": ("bad.yaml", ["twice", "duplicate"]),
     "template-error": ("bad.yaml.j2", ["no_such_variable_in_this_play", "undefined"]),
+    "template-lookup": ("bad.yaml.j2", ["template refused: 'lookup' is not available"]),
+    "kustomize-remote": ("bad/kustomization.yaml", ["is a remote reference"]),
     "non-utf8": ("bad.yaml", ["UTF-8"]),
     "oversize-file": ("bad.yaml", ["limit", "max_file_size"]),
     "non-dns-name": ("bad.yaml", ["name", "Bad_Name"]),
@@ -45,6 +49,7 @@ EXPECT = {
     "metadata-not-mapping": ("bad.yaml", ["metadata"]),
     "unknown-kind": ("bad.yaml", ["Nope"]),
     "yaml-bomb": ("bad.yaml", ["alias", "anchor", "too", "large", "limit"]),
+    "yaml-size-bomb": ("bad.yaml", ["expands to more than 33554432 bytes through YAML anchors and aliases"]),
     "deeply-nested": ("bad.yaml", ["nest", "deep", "depth"]),
     "huge-document": ("huge.yaml", ["large", "size", "limit", "long", "bytes"]),
 }
@@ -93,7 +98,16 @@ def _state(kubesim):
     return json.dumps(dump, sort_keys=True)
 
 
-def _run(tmp_path, kubesim, ns, stack, cases, corpus, timeout):
+def _limit_memory(limit):
+    """A ``preexec_fn`` capping the address space of the process (and of the workers it forks) at ``limit`` bytes."""
+    def preexec():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return preexec
+
+
+def _run(tmp_path, kubesim, ns, stack, cases, corpus, timeout, memory=None):
     play = tmp_path / "play.yml"
     play.write_text(PLAYBOOK)
     out = tmp_path / (f"out-{uuid.uuid4().hex[:6]}.json")
@@ -105,7 +119,8 @@ def _run(tmp_path, kubesim, ns, stack, cases, corpus, timeout):
     extra.write_text(json.dumps(variables))
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
            "-e", "ansible_python_interpreter=" + sys.executable, "-e", "@" + str(extra), str(play)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=_limit_memory(memory) if memory else None)
     try:
         output = proc.communicate(timeout=timeout)[0]
     except subprocess.TimeoutExpired:
@@ -148,6 +163,13 @@ def corpus_env(kubesim, tmp_path_factory):
     # 3 MiB in one document: more than a ConfigMap may hold (1 MiB) and than one request may carry
     (huge / "huge.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: huge\ndata:\n  v: \"%s\"\n"
                                     % ("x" * (3 * 1024 * 1024)))
+    # 0.7 MB whose aliases expand to 15 GB: a 100 kB string, aliased 150000 times
+    bomb = corpus / "yaml-size-bomb"
+    bomb.mkdir()
+    (bomb / "a-ok.yaml").write_text((huge / "a-ok.yaml").read_text().replace("huge-document", "yaml-size-bomb"))
+    aliases = "\n".join("  - [" + ", ".join(["*b"] * 1000) + "]" for _ in range(150))
+    (bomb / "bad.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\ndata:\n  big: &b "
+                                   + "x" * 100000 + "\nlist:\n" + aliases + "\n")
     admin = H.client_for(kubesim.kubeconfig)
     ns = "corpus-" + uuid.uuid4().hex[:6]
     H.create_namespace(admin, ns)
@@ -181,7 +203,7 @@ def _check(case, outcome):
 
 
 def test_corpus_is_complete():
-    assert sorted(p.name for p in CORPUS.iterdir() if p.is_dir()) == sorted(c for c in EXPECT if c != "huge-document")
+    assert sorted(p.name for p in CORPUS.iterdir() if p.is_dir()) == sorted(c for c in EXPECT if c not in GENERATED)
 
 
 def test_bad_input_leaves_cluster_exactly_as_before(corpus_results):
@@ -203,7 +225,10 @@ def test_bad_input_writes_nothing(corpus_results, case):
 @pytest.mark.parametrize("case", cases_for("dangerous", DANGEROUS))
 def test_dangerous_input_fails_fast_clearly_and_changes_nothing(kubesim, corpus_env, case):
     before = _state(kubesim)
-    results, log = _run(corpus_env["tmp"], kubesim, corpus_env["ns"], corpus_env["stack"], [case], corpus_env["corpus"], 15)
+    # within 15 s and 4 GiB of address space (the playbook and its workers; ansible-playbook reserves ~3 GiB of it,
+    # unused): a bomb must fail fast, not eat the machine
+    results, log = _run(corpus_env["tmp"], kubesim, corpus_env["ns"], corpus_env["stack"], [case], corpus_env["corpus"], 15,
+                        memory=4 * 1024 ** 3)
     after = _state(kubesim)
     assert results is not None, f"{case}: {log[-1500:]}"
     _check(case, results.get(case))

@@ -1,23 +1,27 @@
 """Prune safety, proven by property-based tests (issue 9).
 
-Hypothesis generates short sequences of repo states for two stacks (objects added, changed,
-removed, moved between the stacks and between namespaces; ConfigMaps, Secrets, cluster-scoped
+Hypothesis generates short sequences of repo states for three stacks in two record namespaces --
+``a`` (record in namespace x), ``b`` (record in y) and ``c``, a stack of the same name as ``a`` whose
+record is in y (issue 28) -- (objects added, changed, removed, moved between the stacks and between namespaces; ConfigMaps, Secrets, cluster-scoped
 ClusterRoles -- sometimes with a stray ``namespace`` in the file --, a custom resource, a Namespace
 and a CRD owned by a stack, objects with the ignore annotation) interleaved with out-of-band changes (foreign
 objects, the stack label copied onto foreign objects with and without the owner annotation,
 whole objects cloned by hand into the other namespace, controller-owned children inheriting labels,
 manual edits by another field manager, labels removed or switched to the other stack, ignore
 annotations added, objects deleted by hand, foreign objects of the stack's CRD, a CRD installed by
-someone else with an object of it in the stack's Namespace). Each step syncs both stacks, in a
+someone else with an object of it in the stack's Namespace, the record namespace an object names removed
+-- as an older version applied it -- or switched to the namesake's). Each step syncs both stacks, in a
 generated order, with the real engine -- always through a **stale discovery cache** written when the
 sequence began, before any of its CRDs existed.
 
 Invariants, checked after every sync:
 
 * every DELETE the engine sent targeted an object that, just before the sync, carried this stack's
-  label *and* an owner mark matching its own identity, was not desired and was not protected
-  (ownerReferences, ignore annotation); no other object of the sequence vanished (except children
-  garbage-collected after their owner);
+  label *and* an owner mark matching its own identity, named this stack's record namespace (or none,
+  while no stack of the same name kept its record elsewhere), was declared by no other stack's record
+  (in any record namespace), was not desired and was not protected (ownerReferences, ignore
+  annotation); no other object of the sequence vanished (except children garbage-collected after
+  their owner);
 * after a sync without error, the stack's live objects equal its desired set (content included:
   out-of-band edits reverted), except protected objects and Namespaces reported as skipped;
 * an empty desired set never prunes (the engine refuses without ``allow_empty``).
@@ -41,10 +45,12 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
     CHECKSUM_ANNOTATION,
     IGNORE_ANNOTATION,
     OWNER_ANNOTATION,
+    RECORD_LABEL,
+    RECORD_NAMESPACE_ANNOTATION,
     STACK_LABEL,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
-from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
+from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, identity_digest, parse_group_kind
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import owner_mark
 from ansible_collections.stacksync.k8s.plugins.module_utils.record import object_name
 from hypothesis import HealthCheck, Phase, given, settings
@@ -59,10 +65,10 @@ SLOTS = [
     (RBAC, "ClusterRole", "r0"), (RBAC, "ClusterRole", "r1"),
     (H.CR_GROUP, "Widget", "w0"), (H.CR_GROUP, "Widget", "w1"),
 ]
-STACKS = ("a", "b")
+STACKS = ("a", "b", "c")  # c: the same name as a, its record in b's record namespace
 VERBS = (["get"], ["get", "list"], ["watch"])
 OOB_OPS = ("foreign", "copy_label", "child", "edit", "unlabel", "ignore", "delete", "foreign_z", "relabel", "clone",
-           "foreign_thing", "late_kind")
+           "foreign_thing", "late_kind", "unbind", "rebind")
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 CRD_GK = ("apiextensions.k8s.io", "CustomResourceDefinition")
 
@@ -86,7 +92,7 @@ oob_op = st.tuples(st.sampled_from(OOB_OPS), st.integers(0, 60), st.booleans())
 step = st.fixed_dictionaries({
     "repo": repo_state,
     "oob": st.lists(oob_op, max_size=2),
-    "order": st.sampled_from((("a", "b"), ("b", "a"))),
+    "order": st.permutations(STACKS),
 })
 sequence = st.lists(step, min_size=2, max_size=3)
 
@@ -129,8 +135,9 @@ class Sequence:
         self.discovery = discovery
         self.stats = stats
         self.ns = {"x": self.p + "-x", "y": self.p + "-y", "z": self.p + "-z"}
-        self.stack = {"a": self.p + "-a", "b": self.p + "-b"}
-        self.default_ns = {"a": self.ns["x"], "b": self.ns["y"]}
+        self.stack = {"a": self.p + "-a", "b": self.p + "-b", "c": self.p + "-a"}
+        self.record_ns = {"a": self.ns["x"], "b": self.ns["y"], "c": self.ns["y"]}
+        self.default_ns = {"a": self.ns["x"], "b": self.ns["y"], "c": self.ns["y"]}
         self.oob_counter = itertools.count()
         self.deletes = []
         # per-sequence kinds: Things (stack a may declare their CRD) and Gadgets (someone else's CRD)
@@ -380,7 +387,7 @@ class Sequence:
                 if field in obj:
                     body[field] = obj[field]
             c.create(H.collection_path(oid.group, oid.kind, other), body)
-        elif op in ("edit", "unlabel", "ignore", "delete", "relabel"):
+        elif op in ("edit", "unlabel", "ignore", "delete", "relabel", "unbind", "rebind"):
             if not owned:
                 return
             oid, obj = owned[target % len(owned)]
@@ -394,6 +401,12 @@ class Sequence:
                 body = {"metadata": {"labels": {STACK_LABEL: self.stack["b"] if mine == self.stack["a"] else self.stack["a"]}}}
             elif op == "ignore":
                 body = {"metadata": {"annotations": {IGNORE_ANNOTATION: "true"}}}
+            elif op == "unbind":  # as an older version of the collection applied it
+                body = {"metadata": {"annotations": {RECORD_NAMESPACE_ANNOTATION: None}}}
+            elif op == "rebind":  # names the other record namespace (the namesake's, for a and c)
+                bound = H.annotations_of(obj).get(RECORD_NAMESPACE_ANNOTATION)
+                body = {"metadata": {"annotations": {
+                    RECORD_NAMESPACE_ANNOTATION: self.ns["y"] if bound == self.ns["x"] else self.ns["x"]}}}
             elif oid.kind == "ConfigMap":
                 body = {"data": {"v": "edited"}}
             elif oid.kind == "Secret":
@@ -432,6 +445,38 @@ class Sequence:
                       "metadata": {"name": f"{self.p}-fz{k}", "namespace": self.ns["z"]}, "data": {"z": "1"}})
         self.stats.oob += 1
 
+    @staticmethod
+    def bound(obj):
+        return H.annotations_of(obj).get(RECORD_NAMESPACE_ANNOTATION)
+
+    def records(self):
+        """``[(namespace, stack, {identity digest})]`` of the stack records of the sequence (both record namespaces),
+        and ``{(namespace, stack): {(group, kind)}}``: the kinds each record lists."""
+        out, kinds = [], {}
+        for key in ("x", "y"):
+            for obj in self.client.list(H.collection_path("", "ConfigMap", self.ns[key]), label_selector=RECORD_LABEL):
+                data = obj.get("data") or {}
+                out.append((self.ns[key], data.get("stack"), set(d for d in (data.get("objects") or "").split(",") if d)))
+                kinds[(self.ns[key], data.get("stack"))] = set(
+                    parse_group_kind(x) for x in (data.get("groupKinds") or "").split(",") if x)
+        return out, kinds
+
+    def prunable(self, s, desired_ids, records):
+        """The prune rule for stack ``s``, as the README states it, on the state before the sync."""
+        name, own = self.stack[s], self.record_ns[s]
+
+        def rule(oid, obj):
+            if not H.may_prune(obj, oid, name, desired_ids):
+                return False
+            bound = H.annotations_of(obj).get(RECORD_NAMESPACE_ANNOTATION)
+            if bound and bound != own:
+                return False  # a namesake's
+            if not bound and any(stack == name and ns != own for ns, stack, _d in records):
+                return False  # whose is it? a stack of its name keeps its record elsewhere
+            digest = identity_digest(oid)
+            return not any(digest in declared for ns, stack, declared in records if (ns, stack) != (own, name))
+        return rule
+
     # -- one sync and its invariants ------------------------------------------------------------
     def _inject(self):
         """Script this sync's fault (if any) into the simulator."""
@@ -448,9 +493,13 @@ class Sequence:
         desired = self.desired(repo, s)
         desired_ids = {oid for oid, _m in desired}
         by_path = {H.object_path(oid): (oid, obj) for oid, obj in before.items()}
+        records, recorded_kinds = self.records()
+        prunable = self.prunable(s, desired_ids, records)
+        # the kinds the sync lists: what its record names and what it declares (never anything else)
+        listed = recorded_kinds.get((self.record_ns[s], self.stack[s]), set()) | set(oid.group_kind for oid in desired_ids)
         self.deletes = []
         fault = None if fault_free else self._inject()
-        options = dict(namespace=self.default_ns[s], record_namespace=self.ns["x"], discovery_cache_dir=self.cache_dir)
+        options = dict(namespace=self.default_ns[s], record_namespace=self.record_ns[s], discovery_cache_dir=self.cache_dir)
         would_prune = None
         if fault is None and desired:  # what stack_info says the sync will delete (it must agree exactly)
             self.write_stale_cache()
@@ -467,13 +516,13 @@ class Sequence:
             self.sim.configure_faults()  # drop what the run did not consume
             # a fault on the Lease's release DELETE leaves the Lease held until it expires (60 s, by design):
             # let it expire now instead of waiting
-            lease = "/apis/coordination.k8s.io/v1/namespaces/{}/leases/{}".format(self.ns["x"], object_name(self.stack[s]))
+            lease = f"/apis/coordination.k8s.io/v1/namespaces/{self.record_ns[s]}/leases/{object_name(self.stack[s])}"
             if self.client.get_or_none(lease) is not None:
                 self.stats.leases_left += 1
                 H.delete_quietly(self.client, lease)
         after = self.snapshot()
         self.stats.syncs += 1
-        context = f"stack {self.stack[s]}, desired {sorted(map(str, desired_ids))}, fault {fault}, error {err}"
+        context = f"stack {s} ({self.stack[s]}), desired {sorted(map(str, desired_ids))}, fault {fault}, error {err}"
         if cs is not None and cs.errors:  # an apply failed: nothing may have been deleted (Leases aside)
             assert not [p for p in self.deletes if "/leases/" not in p], f"pruned after a failed apply: {context}"
 
@@ -483,12 +532,12 @@ class Sequence:
                 continue
             self.stats.deletes_checked += 1
             hit = by_path.get(path)
-            if hit is None or not H.may_prune(hit[1], hit[0], self.stack[s], desired_ids):
+            if hit is None or not prunable(hit[0], hit[1]):
                 self.stats.wrongly_deleted += 1
                 pytest.fail("engine sent DELETE {} for an object it may not prune ({}); {}".format(
                     path, "unknown object" if hit is None else hit[1].get("metadata"), context))
         # 2. nothing else vanished
-        bad = H.deletion_violations(before, after, self.stack[s], desired_ids)
+        bad = H.deletion_violations(before, after, self.stack[s], desired_ids, prunable=prunable)
         if bad:
             self.stats.wrongly_deleted += len(bad)
             pytest.fail(f"objects deleted that were not prunable by {self.stack[s]}: {[str(oid) for oid, _o in bad]}; {context}")
@@ -516,8 +565,8 @@ class Sequence:
                 continue  # the live copy opted out
             live = after.get(oid)
             assert live is not None, f"desired {oid} missing after sync; {context}"
-            assert H.owned(live, self.stack[s], oid), "desired {} not stamped as {}'s: {}; {}".format(
-                oid, self.stack[s], live["metadata"], context)
+            assert H.owned(live, self.stack[s], oid) and self.bound(live) == self.record_ns[s], \
+                "desired {} not stamped as {}'s: {}; {}".format(oid, s, live["metadata"], context)
             assert self.content_matches(oid, manifest, live), "desired {} has drifted content {}; {}".format(
                 oid, {k: live.get(k) for k in ("data", "rules", "spec")}, context)
         skipped_holders = {(ref.get("kind"), ref.get("name")) for ref in cs.skipped
@@ -526,13 +575,16 @@ class Sequence:
         for oid, obj in after.items():
             if oid in desired_ids or not H.owned(obj, self.stack[s], oid) or H.protected(obj):
                 continue
+            if self.bound(obj) != self.record_ns[s] or oid.group_kind not in listed:
+                continue  # a namesake's (released to it, or never this stack's); or of a kind it never had
             if (oid.kind, oid.name) in skipped_holders:
                 continue  # kept: it still holds objects that are not this stack's to delete
             if (obj.get("metadata") or {}).get("deletionTimestamp"):
                 continue  # being deleted (foreground / finalizers on a real cluster)
             if fault is not None:
                 continue  # a refused list or delete leaves it for the next run (checked by the final sync)
-            pytest.fail(f"{oid} is {self.stack[s]}'s, not desired and not protected, but was not pruned; {context}")
+            pytest.fail(f"{oid} is {self.stack[s]}'s, not desired and not protected, but was not pruned ({obj['metadata']}; "
+                        f"skipped: {cs.skipped}; released: {cs.released}); {context}")
         return after
 
     def run(self, steps):

@@ -516,3 +516,176 @@ def test_an_unavailable_api_group_is_warned_about_and_keeps_namespaces(kube, adm
     finally:
         H.delete_quietly(admin, path)
         H.delete_quietly(admin, "/api/v1/namespaces/" + name)
+
+
+# -- record namespaces (issue 28, items 7 and 8) ------------------------------------------------------------
+@pytest.fixture
+def record_nss(admin):
+    """Two record namespaces (wd-rec-*), deleted afterwards."""
+    names = [f"wd-rec-{uid()}" for _ in range(2)]
+    for name in names:
+        H.create_namespace(admin, name)
+    yield names
+    for name in names:
+        H.delete_quietly(admin, "/api/v1/namespaces/" + name)
+
+
+def cm_path(ns, name):
+    return f"/api/v1/namespaces/{ns}/configmaps/{name}"
+
+
+def codes(cs):
+    return {(e["kind"], e["name"]): e.get("code") for e in cs.skipped}
+
+
+def test_an_object_declared_by_a_stack_whose_record_is_in_another_namespace_is_released_not_deleted(admin, ns, record_nss):
+    ra, rb = record_nss
+    a, b = "rna-" + uid(), "rnb-" + uid()
+    sync(admin, a, [cm("shared", ns, v="a"), cm("a-only", ns)], namespace=ns, record_namespace=ra)
+    sync(admin, b, [cm("shared", ns, v="a"), cm("b-only", ns)], namespace=ns, record_namespace=rb)  # takes it over
+    cs = sync(admin, b, [cm("b-only", ns)], namespace=ns, record_namespace=rb)
+    assert not cs.pruned and [(e["name"], e["stack"]) for e in cs.released] == [("shared", a)], (cs.pruned, cs.warnings)
+    assert any(f"(record in namespace {ra})" in w for w in cs.warnings)
+    live = admin.get(cm_path(ns, "shared"))["metadata"]
+    assert live["labels"][STACK_LABEL] == a and live["annotations"]["stacksync.io/record-namespace"] == ra
+    cs = sync(admin, a, [cm("shared", ns, v="a"), cm("a-only", ns)], namespace=ns, record_namespace=ra)
+    assert not cs.pruned and admin.get_or_none(cm_path(ns, "b-only")) is not None
+
+
+def test_a_stack_of_the_same_name_whose_record_is_elsewhere_keeps_its_objects(admin, ns, record_nss):
+    ra, rb = record_nss
+    name = "same-" + uid()
+    sync(admin, name, [cm("a1", ns), cm("a2", ns)], namespace=ns, record_namespace=ra)
+    cs = sync(admin, name, [cm("b1", ns)], namespace=ns, record_namespace=rb)
+    assert not cs.pruned, cs.pruned  # a1 and a2 carry its label and owner mark, but name the other record namespace
+    cs = sync(admin, name, [cm("a1", ns)], namespace=ns, record_namespace=ra)
+    assert [e["name"] for e in cs.pruned] == ["a2"] and admin.get_or_none(cm_path(ns, "b1")) is not None
+    cs = sync(admin, name, [cm("b2", ns)], namespace=ns, record_namespace=rb)
+    assert [e["name"] for e in cs.pruned] == ["b1"] and admin.get_or_none(cm_path(ns, "a1")) is not None
+    # stack_info agrees: it reports only its own objects
+    report = StackManager(admin, name, namespace=ns, record_namespace=ra).inspect([cm("a1", ns)])
+    assert sorted(o["name"] for o in report["objects"]) == ["a1"], report["objects"]
+
+
+def test_objects_applied_before_record_namespaces_were_named_are_kept_while_a_namesake_exists(admin, ns, record_nss):
+    ra, rb = record_nss
+    name = "old-" + uid()
+    sync(admin, name, [cm("a1", ns), cm("a2", ns)], namespace=ns, record_namespace=ra)
+    sync(admin, name, [cm("b1", ns)], namespace=ns, record_namespace=rb)
+    for obj in ("a1", "a2", "b1"):  # as an older version of the collection applied them
+        H.merge_patch(admin, ObjectId("", "ConfigMap", ns, obj), {"metadata": {"annotations": {"stacksync.io/record-namespace": None}}})
+    cs = sync(admin, name, [cm("a1", ns)], namespace=ns, record_namespace=ra)
+    assert not cs.pruned, cs.pruned
+    assert codes(cs) == {("ConfigMap", "a2"): "record-unknown"}, cs.skipped  # nobody declares it: whose is it?
+    # b1 is declared by the record of the namesake: handed back to it, not deleted
+    assert [(e["name"], e["stack"]) for e in cs.released] == [("b1", name)], cs.released
+    assert admin.get(cm_path(ns, "b1"))["metadata"]["annotations"]["stacksync.io/record-namespace"] == rb
+    # the upgrade re-stamps what it declares, deleting nothing
+    assert {e["name"]: e["action"] for e in cs.applied} == {"a1": "configured"}
+    assert admin.get(cm_path(ns, "a1"))["metadata"]["annotations"]["stacksync.io/record-namespace"] == ra
+    # once it is the only stack of its name, the unbound objects of that name are its own
+    admin.delete(f"/api/v1/namespaces/{rb}/configmaps/{object_name(name)}")
+    cs = sync(admin, name, [cm("a1", ns)], namespace=ns, record_namespace=ra)
+    assert [e["name"] for e in cs.pruned] == ["a2"] and admin.get_or_none(cm_path(ns, "b1")) is not None
+
+
+def _grant(admin, namespace, user, resources, verbs, group=""):
+    rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/" + namespace
+    role = f"wd-{uid()}"
+    admin.create(rbac + "/roles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": role},
+                                   "rules": [{"apiGroups": [group], "resources": resources, "verbs": verbs}]})
+    admin.create(rbac + "/rolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": role},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]})
+
+
+ALL = ["get", "list", "watch", "create", "update", "patch", "delete"]
+
+
+def test_confined_credentials_that_cannot_read_a_record_namespace_prune_nothing_and_say_which_right_is_missing(
+        kube, admin, ns, record_nss):
+    if not kube.limited_kubeconfig:
+        pytest.skip("no limited kubeconfig (STACKSYNC_TEST_LIMITED_KUBECONFIG)")
+    other_records, own_records = record_nss
+    _grant(admin, ns, "limited", ["configmaps"], ALL)
+    _grant(admin, own_records, "limited", ["configmaps", "secrets"], ALL)
+    _grant(admin, own_records, "limited", ["leases"], ALL, group="coordination.k8s.io")
+    tenant, other = "rnt-" + uid(), "rno-" + uid()
+    sync(admin, other, [cm("theirs", ns)], namespace=ns, record_namespace=other_records)
+    limited = H.client_for(kube.limited_kubeconfig)
+    opts = dict(namespace=ns, record_namespace=own_records, record_namespaces=[other_records, own_records])
+    deadline = time.time() + 30
+    while True:  # a real server's RBAC authorizer sees new bindings after a moment
+        try:
+            sync(limited, tenant, [cm("t1", ns), cm("t2", ns)], **opts)
+            break
+        except StackError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.5)
+    cs = sync(limited, tenant, [cm("t1", ns)], **opts)
+    assert not cs.pruned and codes(cs) == {("ConfigMap", "t2"): "records-unreadable"}, cs.skipped
+    (kept,) = cs.skipped
+    assert f"list configmaps in namespace {other_records}" in kept["reason"], kept
+    assert admin.get_or_none(cm_path(ns, "t2")) is not None
+    # with the right to read the other record namespace, it proves t2 undeclared and prunes it
+    _grant(admin, other_records, "limited", ["configmaps"], ["get", "list"])
+    deadline = time.time() + 30
+    while True:
+        cs = sync(limited, tenant, [cm("t1", ns)], **opts)
+        if cs.pruned or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    assert [e["name"] for e in cs.pruned] == ["t2"] and admin.get_or_none(cm_path(ns, "theirs")) is not None
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["known-record-namespace", "found-on-the-cluster"])
+@pytest.mark.parametrize("target", ["record", "key", "lease"])
+def test_manifests_may_not_touch_the_state_of_a_stack_whose_record_is_in_another_namespace(admin, ns, record_nss, target,
+                                                                                             known):
+    victims, attackers = record_nss
+    victim, stack = "victim-" + uid(), "attacker-" + uid()
+    sync(admin, victim, [cm("v", ns)], namespace=ns, record_namespace=victims)
+    record_path = cm_path(victims, object_name(victim))
+    before = admin.get(record_path)["metadata"]["resourceVersion"]
+    m = {
+        "record": cm(object_name(victim), victims, stack=stack),
+        "key": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": object_name(victim, "-key"), "namespace": victims},
+                "stringData": {"key": "x"}},
+        "lease": {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",  # no Lease exists between runs
+                  "metadata": {"name": object_name(victim), "namespace": victims},
+                  "spec": {"holderIdentity": "attacker", "leaseDurationSeconds": 86400}},
+    }[target]
+    extra = dict(record_namespaces=[attackers, victims]) if known else {}
+    calls = []
+    real = admin.request
+    admin.request = lambda method, path, *a, **kw: (calls.append(method), real(method, path, *a, **kw))[1]
+    try:
+        with pytest.raises(StackError, match="state of") as info:
+            sync(admin, stack, [cm("mine", ns), m], namespace=ns, record_namespace=attackers, **extra)
+    finally:
+        admin.__dict__.pop("request", None)
+    assert m["metadata"]["name"] in str(info.value)
+    assert not [c for c in calls if c in ("PATCH", "POST", "PUT", "DELETE")]
+    assert admin.get(record_path)["metadata"]["resourceVersion"] == before
+    assert [e["name"] for e in sync(admin, victim, [cm("w", ns)], namespace=ns, record_namespace=victims).pruned] == ["v"]
+
+
+# -- namespace contents (issue 28, item 14) -------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["x-openshift-service-ca.crt", "openshift-service-ca.crt"])
+def test_a_namespace_holding_a_foreign_configmap_named_like_the_clusters_own_is_kept(admin, name):
+    stack, namespace = "occ-" + uid(), "wd-occ-" + uid()
+    try:
+        sync(admin, stack, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}],
+             namespace=namespace, record_namespace="default")
+        if admin.get_or_none(cm_path(namespace, name)) is not None:
+            # this cluster makes it itself (OpenShift's kube-controller-manager): somebody edits it instead
+            H.merge_patch(admin, ObjectId("", "ConfigMap", namespace, name), {"data": {"mine": "yes"}})
+        else:  # somebody's, made by their own tool
+            admin.create(f"/api/v1/namespaces/{namespace}/configmaps", cm(name, namespace))
+        cs = sync(admin, stack, [], allow_empty=True, namespace=namespace, record_namespace="default")
+        assert not cs.pruned and name in reasons(cs)[("Namespace", namespace)], cs.skipped
+        assert admin.get_or_none(cm_path(namespace, name)) is not None
+    finally:
+        H.delete_quietly(admin, "/api/v1/namespaces/" + namespace)

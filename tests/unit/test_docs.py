@@ -10,7 +10,8 @@ import pytest
 ANSIBLE_DOC = str(Path(sys.executable).parent / "ansible-doc")
 
 PLUGINS = {
-    "module": ["stacksync.k8s.checkout", "stacksync.k8s.sources", "stacksync.k8s.stack", "stacksync.k8s.stack_info"],
+    "module": ["stacksync.k8s.checkout", "stacksync.k8s.sources", "stacksync.k8s.stack", "stacksync.k8s.stack_info",
+               "stacksync.k8s.summary"],
     "lookup": ["stacksync.k8s.manifests"],
     "filter": ["stacksync.k8s.stack_name", "stacksync.k8s.redact_url"],
     "role": ["stacksync.k8s.source", "stacksync.k8s.sync"],

@@ -80,8 +80,10 @@ def repo(tmp_path):
 
 
 def test_lookup_in_process_templates_and_decrypts(repo):
+    """A trusted repository (trusted=true): its templates get the play's variables (plus template_vars), its vault
+    data every secret of the play."""
     lookup, variables = make_lookup(repo.parent, {"app_name": "web", "replicas": 2, "more_data": {"k": "v"}})
-    manifests = lookup.run(["repo"], variables, template_vars={"extra": "yes"})
+    manifests = lookup.run(["repo"], variables, template_vars={"extra": "yes"}, trusted=True)
     assert [m["metadata"]["name"] for m in manifests] == ["web", "inline", "whole", "demo"]
     cm, inline, whole, _ns = manifests
     assert cm["data"] == {"replicas": "4", "extra": "yes", "path": "C:\\dir\\n", "k": "v"}
@@ -97,7 +99,7 @@ def test_lookup_in_process_templates_and_decrypts(repo):
 def test_lookup_options(repo):
     lookup, variables = make_lookup(repo.parent, {"app_name": "web", "replicas": 1, "more_data": {}})
     manifests = lookup.run([str(repo)], variables, include=["apps/*.yaml"], exclude=["apps/secret.yaml"],
-                           source_annotation=False)
+                           source_annotation=False, vault_id=["default"])
     assert [m["metadata"]["name"] for m in manifests] == ["inline"]
     assert "annotations" not in manifests[0]["metadata"]
     assert [m["metadata"]["name"] for m in lookup.run([str(repo)], variables, recursive=False)] == ["demo"]
@@ -126,7 +128,7 @@ def test_lookup_template_error_is_an_ansible_error_naming_the_file(tmp_path):
     lookup, variables = make_lookup(tmp_path)
     with pytest.raises(AnsibleError) as info:
         lookup.run(["t"], variables)
-    assert "cm.yaml.j2: template error" in str(info.value) and "nope" in str(info.value)
+    assert "cm.yaml.j2 (line 4): template error" in str(info.value) and "nope" in str(info.value)
 
 
 def test_lookup_wrong_vault_password(tmp_path):
@@ -163,7 +165,7 @@ def test_playbook_query_and_lookup(tmp_path, repo):
     out_file = tmp_path / "out.json"
     tasks = [
         {"name": "render", "ansible.builtin.set_fact": {
-            "rendered": "{{ query('stacksync.k8s.manifests', 'repo') }}",
+            "rendered": "{{ query('stacksync.k8s.manifests', 'repo', trusted=true) }}",
             "as_lookup": "{{ lookup('stacksync.k8s.manifests', 'repo', exclude=['apps']) }}",
             "one": "{{ lookup('stacksync.k8s.manifests', 'repo', exclude=['apps'], wantlist=true) }}"}},
         {"name": "save", "ansible.builtin.copy": {
@@ -202,10 +204,11 @@ def test_playbook_template_error(tmp_path):
     result = run_playbook(tmp_path, tasks)
     assert result.returncode != 0
     output = result.stdout + result.stderr
-    assert "cm.yaml.j2: template error" in output and "undefined_thing" in output
+    assert "cm.yaml.j2 (line 4): template error" in output and "undefined_thing" in output
 
 
 def test_playbook_template_vars_includes_filters_and_lookups(tmp_path):
+    """A trusted repository (trusted=true): full Ansible templating, play variables and lookups included."""
     write(tmp_path, {
         "repo/apps/cm.yaml.j2": """\
             apiVersion: v1
@@ -224,7 +227,7 @@ def test_playbook_template_vars_includes_filters_and_lookups(tmp_path):
     out_file = tmp_path / "out.json"
     tasks = [
         {"name": "render", "ansible.builtin.set_fact": {
-            "rendered": "{{ query('stacksync.k8s.manifests', 'repo', template_vars={'name': 'tv'}) }}"}},
+            "rendered": "{{ query('stacksync.k8s.manifests', 'repo', template_vars={'name': 'tv'}, trusted=true) }}"}},
         {"name": "save", "ansible.builtin.copy": {"content": "{{ rendered | to_json }}", "dest": str(out_file),
                                                   "mode": "0600"}},
     ]
@@ -302,7 +305,7 @@ def test_lookup_error_in_document_2_names_repo_file_and_document(tmp_path, case)
 
 @pytest.mark.parametrize("case, files, expected", [
     ("template error", {"manifests/app.yaml.j2": _three_documents(CM.format(name="{{ no_such_var }}"))},
-     ["manifests/app.yaml.j2: template error", "no_such_var"]),
+     ["manifests/app.yaml.j2 (line 14): template error", "no_such_var"]),
     ("vault file", {"manifests/app.yaml": VaultLib().encrypt(b"a: 1\n", VaultSecret(b"another password"))},
      ["manifests/app.yaml: cannot decrypt the vault-encrypted file"]),
     ("missing term", {}, ["manifests does not exist"]),
@@ -357,3 +360,129 @@ def test_stack_src_error_names_the_repo_file_never_the_cache(tmp_path):
     output = result.stdout + result.stderr
     assert '"msg": "stacksync.k8s.manifests: manifests/app.yaml (document 2, line ' in result.stdout, output
     assert str(checkout) not in output and ".cache" not in output, output
+
+
+# ------------------------------------------------------------------------------------------
+# Untrusted by default: the sandbox, vault ids, kustomize
+# ------------------------------------------------------------------------------------------
+
+TOKEN = "tenant-b-admin-token-5f1e"
+
+
+def play_with_secrets():
+    """Variables of a play that syncs two tenants: another source's credentials among them."""
+    return {"inventory_hostname": "the-cluster", "replicas": 3,
+            "hostvars": {"the-cluster": {"stacksync_api_key": TOKEN}},
+            "stacksync_sources": [{"repo": "https://git.example.com/b.git", "kubeconfig": {"token": TOKEN}}]}
+
+
+def test_a_template_gets_template_vars_and_the_inventory_name_only(tmp_path):
+    write(tmp_path, {"t/cm.yaml.j2": CM.format(name="{{ name }}") + "data:\n  cluster: '{{ inventory_hostname }}'\n"})
+    lookup, variables = make_lookup(tmp_path, play_with_secrets())
+    [cm] = lookup.run(["t"], variables, template_vars={"name": "web"})
+    assert cm["data"] == {"cluster": "the-cluster"} and cm["metadata"]["name"] == "web"
+    # a variable of the play is not there, even one a trusted template would see
+    write(tmp_path, {"t/cm.yaml.j2": CM.format(name="web") + "data:\n  r: '{{ replicas }}'\n"})
+    with pytest.raises(AnsibleError, match=r"cm\.yaml\.j2 \(line 6\): template error: 'replicas' is undefined"):
+        lookup.run(["t"], variables)
+    assert lookup.run(["t"], variables, trusted=True)[0]["data"] == {"r": "3"}
+
+
+@pytest.mark.parametrize("expression, refused", [
+    ("hostvars['the-cluster'].stacksync_api_key", "'hostvars'"),
+    ("vars.stacksync_sources | to_json", "'vars'"),
+    ("lookup('ansible.builtin.vars', 'stacksync_sources') | to_json", "'lookup'"),
+    ("q('ansible.builtin.varnames', '.*') | join(',')", "'q'"),
+    ("stacksync_sources | to_json", None),  # not given: undefined
+])
+def test_a_template_cannot_copy_another_sources_credentials(tmp_path, expression, refused):
+    write(tmp_path, {"t/cm.yaml.j2": CM.format(name="steal") + "data:\n  loot: '{{ " + expression + " }}'\n"})
+    lookup, variables = make_lookup(tmp_path, play_with_secrets())
+    with pytest.raises(AnsibleError) as info:
+        lookup.run(["t"], variables)
+    message = str(info.value)
+    assert "cm.yaml.j2 (line 6): template " in message and TOKEN not in message
+    assert (refused in message and "template refused" in message) if refused else "is undefined" in message
+
+
+def test_a_pipe_lookup_never_runs(tmp_path):
+    marker = tmp_path / "pwned"
+    write(tmp_path, {"t/cm.yaml.j2": CM.format(name="x") + f"data:\n  k: \"{{{{ lookup('pipe', 'touch {marker}') }}}}\"\n"})
+    lookup, variables = make_lookup(tmp_path)
+    with pytest.raises(AnsibleError, match=r"cm\.yaml\.j2 \(line 6\): template refused: 'lookup' is not available"):
+        lookup.run(["t"], variables)
+    assert not marker.exists()
+    lookup.run(["t"], variables, trusted=True)  # the control: trusted, the lookup runs
+    assert marker.exists()
+
+
+TEAM_A, TEAM_B = "team-a password", "team-b password"
+
+
+def vault_value(password, label, value):
+    secret = VaultSecret(password.encode())
+    return VaultLib().encrypt(value.encode(), secret, vault_id=label).decode()
+
+
+def two_tenants_lookup(basedir, variables=None):
+    lookup, variables = make_lookup(basedir, variables, vault=False)
+    lookup._loader.set_vault_secrets([("team-a", VaultSecret(TEAM_A.encode())),
+                                      ("team-b", VaultSecret(TEAM_B.encode()))])
+    return lookup, variables
+
+
+def secret_manifest(name, value):
+    return f"apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}}}\nstringData:\n  v: !vault |\n" + textwrap.indent(
+        value, "    ") + "\n"
+
+
+def test_vault_values_decrypt_only_with_the_sources_own_vault_ids(tmp_path):
+    a_value = vault_value(TEAM_A, "team-a", "a-secret")
+    write(tmp_path, {"a/s.yaml": secret_manifest("mine", a_value),
+                     "b/s.yaml": secret_manifest("copied", a_value),  # tenant B copied tenant A's value
+                     "b/f.yaml": VaultLib().encrypt(CM.format(name="f").encode(), VaultSecret(TEAM_A.encode()),
+                                                    vault_id="team-a")})
+    lookup, variables = two_tenants_lookup(tmp_path)
+    assert lookup.run(["a"], variables, vault_id=["team-a"])[0]["stringData"] == {"v": "a-secret"}
+    with pytest.raises(AnsibleError) as info:
+        lookup.run(["b"], variables, vault_id=["team-b"], include=["s.yaml"])
+    assert ("s.yaml (document 0, line 1): cannot decrypt a !vault value: no vault secret of the vault id(s) in "
+            "vault_id (team-b) decrypts it (it is encrypted for vault id 'team-a')") in str(info.value)
+    assert "a-secret" not in str(info.value)
+    with pytest.raises(AnsibleError, match=r"f\.yaml: cannot decrypt the vault-encrypted file: no vault secret of the "
+                                           r"vault id\(s\) in vault_id \(team-b\) decrypts it"):
+        lookup.run(["b"], variables, vault_id=["team-b"], include=["f.yaml"])
+    # no vault id: nothing is decrypted, and the message says how to bind one
+    with pytest.raises(AnsibleError, match=r"decrypted only with the vault ids named in vault_id, and none is named "
+                                           r"\(it is encrypted for vault id 'team-a'\)"):
+        lookup.run(["a"], variables)
+    # a vault id the play has no secret of
+    with pytest.raises(AnsibleError, match=r"the play has no vault secret of the vault id\(s\) in vault_id \(team-c\)"):
+        lookup.run(["a"], variables, vault_id=["team-c"])
+    # trusted: every secret of the play (as before), unless vault_id binds it
+    assert lookup.run(["b"], variables, trusted=True, include=["s.yaml"])[0]["stringData"] == {"v": "a-secret"}
+    with pytest.raises(AnsibleError, match="no vault secret of the vault id"):
+        lookup.run(["b"], variables, trusted=True, vault_id=["team-b"], include=["s.yaml"])
+
+
+def test_a_vault_value_without_a_label_decrypts_with_a_secret_of_the_named_id_only(tmp_path):
+    unlabelled = VaultLib().encrypt(b"b-secret", VaultSecret(TEAM_B.encode())).decode()  # format 1.1: no vault id
+    write(tmp_path, {"b/s.yaml": secret_manifest("mine", unlabelled)})
+    lookup, variables = two_tenants_lookup(tmp_path)
+    assert lookup.run(["b"], variables, vault_id=["team-b"])[0]["stringData"] == {"v": "b-secret"}
+    with pytest.raises(AnsibleError, match=r"no vault secret of the vault id\(s\) in vault_id \(team-a\) decrypts it \(in "):
+        lookup.run(["b"], variables, vault_id=["team-a"])
+
+
+@pytest.mark.parametrize("command", [
+    ["kustomize", "build", "--load-restrictor", "LoadRestrictionsNone"],
+    ["kubectl", "kustomize", "--load-restrictor=LoadRestrictionsNone"],
+    ["kustomize", "build", "--enable-helm"],
+    ["kustomize", "build", "--enable-alpha-plugins", "--enable-exec"],
+])
+def test_a_kustomize_command_that_relaxes_kustomize_is_refused_unless_trusted(tmp_path, command):
+    write(tmp_path, {"t/cm.yaml": CM.format(name="x")})
+    lookup, variables = make_lookup(tmp_path)
+    with pytest.raises(AnsibleError, match="lets kustomizations reach outside their repository: refused unless trusted"):
+        lookup.run(["t"], variables, kustomize_command=command)
+    assert len(lookup.run(["t"], variables, kustomize_command=command, trusted=True)) == 1

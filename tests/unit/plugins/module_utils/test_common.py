@@ -55,3 +55,13 @@ def test_invocation_lists_objects_by_identity_never_their_content():
     assert "c2VjcmV0" not in json.dumps(out) and "pw" not in json.dumps(out)
     assert res[0]["data"]["k"] == "c2VjcmV0"  # input untouched
     assert summarize_resources("not a list") == "not a list"
+
+
+def test_an_approved_plan_is_named_in_the_invocation_not_listed():
+    plan = {"format": "stacksync.k8s/plan/v1", "host": "h", "digest": "sha256:ab", "approved": ["apps"],
+            "stacks": {"web": {"prune": {"v1 ConfigMap": {"ns": [["c", "uid", "1", "fp"]] * 1000}}}, "apps": {}}}
+    out = safe_params({"approved_plan": plan, "resources": []}, ARGUMENT_SPEC)
+    assert out["approved_plan"] == {"format": "stacksync.k8s/plan/v1", "host": "h", "digest": "sha256:ab",
+                                    "stacks": ["apps", "web"]}
+    assert safe_params({"approved_plan": "/plans/h.json"}, ARGUMENT_SPEC)["approved_plan"] == "/plans/h.json"
+    assert len(plan["stacks"]["web"]["prune"]["v1 ConfigMap"]["ns"]) == 1000  # the caller's plan is untouched

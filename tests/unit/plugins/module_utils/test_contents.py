@@ -97,3 +97,37 @@ def test_endpoints_of_a_pruned_service_do_not_block():
     ep = obj("Endpoints", "web", "u-ep")
     other = obj("Endpoints", "db", "u-ep2")
     assert contents.namespace_blockers(NS, [ep, other], {svc}, set()) == [other[0]]
+
+
+def managed(*managers):
+    return {"metadata": {"managedFields": [{"manager": m, "operation": "Update"} for m in managers]}}
+
+
+def test_the_clusters_own_objects_are_recognised_by_exact_name_never_by_suffix():
+    ns = "n"
+    objs = [
+        (ObjectId("", "ConfigMap", ns, "kube-root-ca.crt"), managed("kube-controller-manager")),
+        (ObjectId("", "ConfigMap", ns, "openshift-service-ca.crt"), managed("openshift-controller-manager")),
+        (ObjectId("", "ServiceAccount", ns, "default"), {}),  # the real server records no fields for it
+        # names that only end (or start) like the cluster's own are somebody's
+        (ObjectId("", "ConfigMap", ns, "x-openshift-service-ca.crt"), managed("kubectl-create")),
+        (ObjectId("", "ConfigMap", ns, "x-openshift-service-ca.crt-2"), {}),
+        (ObjectId("", "ConfigMap", ns, "my-kube-root-ca.crt"), {}),
+        (ObjectId("", "ServiceAccount", ns, "default-robot"), {}),
+        (ObjectId("", "Secret", ns, "kube-root-ca.crt"), {}),  # the right name, not the cluster's kind
+    ]
+    assert contents.namespace_blockers(ns, objs, set()) == [oid for oid, _o in objs[3:]]
+
+
+def test_an_object_with_a_cluster_name_written_by_someone_else_keeps_the_namespace():
+    ns = "n"
+    prune = {ObjectId("", "Service", ns, "svc")}
+    objs = [
+        # on a cluster without OpenShift, anybody can create the name
+        (ObjectId("", "ConfigMap", ns, "openshift-service-ca.crt"), managed("kubectl-create")),
+        (ObjectId("", "ConfigMap", ns, "kube-root-ca.crt"), managed("kube-controller-manager", "kubectl-edit")),
+        (ObjectId("", "ServiceAccount", ns, "default"), managed("kube-controller-manager")),
+        (ObjectId("", "Endpoints", ns, "svc"), managed("kube-controller-manager")),
+        (ObjectId("", "Endpoints", ns, "other"), managed("kube-controller-manager")),  # not a Service we prune
+    ]
+    assert contents.namespace_blockers(ns, objs, prune) == [objs[0][0], objs[1][0], objs[4][0]]

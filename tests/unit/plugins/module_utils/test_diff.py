@@ -4,7 +4,7 @@ import json
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import objects as o
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
-from ansible_collections.stacksync.k8s.plugins.module_utils.diff import contains, in_sync, object_diff, redact_secret
+from ansible_collections.stacksync.k8s.plugins.module_utils.diff import contains, in_sync, object_diff, readable, redact_secret
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 
 from tests.unit.plugins.module_utils.test_objects import cm
@@ -61,3 +61,39 @@ def test_secret_diff_shows_a_changed_key_on_both_sides_with_different_markers():
     assert d["after"]["data"] == {"same": "<redacted>", "changed": "<redacted, changed>", "added": "<redacted, changed>"}
     for value in ("QQ==", "Qg==", "Qw==", "RA==", "Rg=="):
         assert value not in json.dumps(d)
+
+
+# -- the diffs people read ----------------------------------------------------------------------------
+def live_deployment(replicas, checksum):
+    """A Deployment as the API server sends it: metadata first, its stamps, a status."""
+    return {"metadata": {"name": "web", "namespace": "demo", "labels": {"stacksync.io/stack": "demo"},
+                         "annotations": {"stacksync.io/checksum": checksum, "stacksync.io/owner": "8052958187ee",
+                                         "stacksync.io/record-namespace": "kube-system"}},
+            "spec": {"replicas": replicas, "template": {"spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
+            "status": {"replicas": 2}, "apiVersion": "apps/v1", "kind": "Deployment"}
+
+
+def test_a_changed_object_reads_as_yaml_without_our_stamps():
+    before = live_deployment(2, "sha256:aaa")
+    after = dict(live_deployment(3, "sha256:bbb"))
+    after = {"apiVersion": after.pop("apiVersion"), "kind": after.pop("kind"), **after}  # another key order
+    (d,) = readable([dict(object_diff(before, after), before_header="x", after_header="x")])
+    assert d["before"].splitlines()[:6] == ["apiVersion: apps/v1", "kind: Deployment", "metadata:", "  name: web",
+                                            "  namespace: demo", "  labels:"]
+    assert d["before"].splitlines()[-2:] == ["status:", "  replicas: 2"]
+    changed = [(a, b) for a, b in zip(d["before"].splitlines(), d["after"].splitlines()) if a != b]
+    assert changed == [("  replicas: 2", "  replicas: 3")]  # the one line that changed, whatever the key order
+    assert "stacksync.io/checksum" not in d["before"] + d["after"] and "annotations" not in d["after"]
+    assert "record-namespace" not in d["before"] + d["after"]
+    assert "stacksync.io/stack: demo" in d["after"]  # the stack label is the object's, and stays
+
+
+def test_a_multi_line_value_reads_as_a_block_and_a_secret_stays_redacted():
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"nginx.conf": "a\nb\n"}}
+    (d,) = readable([object_diff(None, cm)])
+    assert d["before"] == "" and "  nginx.conf: |\n    a\n    b\n" in d["after"]
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"k": "c2VjcmV0"}}
+    (d,) = readable([object_diff(secret, dict(secret, data={"k": "bmV3"}), secret=True)])
+    assert "c2VjcmV0" not in d["before"] + d["after"] and "k: <redacted, changed>" in d["after"]
+    # a created object summarised in one line stays as it is
+    assert readable([{"prepared": "+ ConfigMap c (created, 3 bytes)\n"}]) == [{"prepared": "+ ConfigMap c (created, 3 bytes)\n"}]

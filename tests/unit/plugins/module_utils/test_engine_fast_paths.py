@@ -6,7 +6,7 @@ import gc
 import random
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils import drift, gcpause, objects, plan
+from ansible_collections.stacksync.k8s.plugins.module_utils import drift, objects, plan
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import DiscoveryIndex, ResourceInfo
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, identity_digest
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import ChangeSet, StackError, StackManager
@@ -192,38 +192,6 @@ def collector():
     yield
     if not was:
         gc.disable()
-
-
-def test_paused_switches_the_collector_off_and_back_on(collector):
-    with gcpause.paused():
-        assert not gc.isenabled()
-        with gcpause.paused():  # nested: the outer one switches it back on
-            assert not gc.isenabled()
-        assert not gc.isenabled()
-    assert gc.isenabled()
-
-
-def test_paused_leaves_a_collector_that_was_off_off(collector):
-    gc.disable()
-    with gcpause.paused():
-        assert not gc.isenabled()
-    assert not gc.isenabled()
-
-
-def test_gc_paused_decorator_restores_the_collector_after_an_error(collector):
-    @gcpause.gc_paused
-    def step(fail):
-        """A step."""
-        assert not gc.isenabled()
-        if fail:
-            raise ValueError("boom")
-        return 42
-
-    assert step(False) == 42 and gc.isenabled()
-    with pytest.raises(ValueError):
-        step(True)
-    assert gc.isenabled()
-    assert step.__name__ == "step" and step.__doc__ == "A step."
 
 
 def test_engine_steps_run_with_the_collector_paused(collector):

@@ -1,13 +1,12 @@
 """health.py: the health of every recorded object (kstatus / Argo CD vocabularies), recorded
 from a real kube-apiserver + kube-controller-manager (tests/unit/fixtures/health/README.md)."""
 
-import copy
 import json
 import os
 
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils import health as hl
-from ansible_collections.stacksync.k8s.plugins.module_utils.health_status import Health, get_condition
+from ansible_collections.stacksync.k8s.plugins.module_utils.health_status import Health
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import NotReady, is_ready, not_ready_reason
 
@@ -137,90 +136,7 @@ def test_unreadable_status_is_unknown_not_an_exception():
     assert is_ready(oid_of(dep), dep) is False
 
 
-def test_deployment_rollout_steps():
-    dep = load("deployment-available")
-    dep["metadata"]["generation"] = 2
-    assert hl.health(dep).reason == "LatestGenerationNotObserved"
-    dep = load("deployment-available")
-    dep["spec"]["replicas"] = 3
-    assert hl.health(dep)[:3] == ("InProgress", "Progressing", "LessUpdated")
-    assert hl.health(dep).message == "Updated: 1/3"
-    dep = load("deployment-available")
-    dep["status"]["replicas"] = 2  # an old ReplicaSet's pod still terminating
-    assert hl.health(dep)[2:] == ("ExtraPods", "Pending termination: 1")
-
-
-def test_deployment_paused_wins_over_progress():
-    dep = load("deployment-progressing")
-    dep["spec"]["paused"] = True
-    assert hl.health(dep)[:2] == ("Current", "Suspended")
-
-
-def test_statefulset_revision_and_partition():
-    sts = load("statefulset-ready")
-    sts["status"]["updateRevision"] = "ready-new"
-    assert hl.health(sts)[:3] == ("InProgress", "Progressing", "RevisionMismatch")
-    sts["spec"]["updateStrategy"]["rollingUpdate"] = {"partition": 1}
-    sts["spec"]["replicas"] = sts["status"]["replicas"] = sts["status"]["readyReplicas"] = 2
-    sts["status"]["updatedReplicas"] = 1  # only the ordinals >= partition roll out
-    assert hl.health(sts).reason == "PartitionRolledOut"
-    sts["status"]["updatedReplicas"] = 0
-    assert hl.health(sts).reason == "PartitionRollout"
-    sts["spec"]["updateStrategy"] = {"type": "OnDelete"}
-    assert hl.health(sts).reason == "OnDelete"
-
-
-def test_daemonset_needs_the_controller_to_have_looked():
-    ds = load("daemonset-no-nodes")
-    del ds["status"]["observedGeneration"]
-    assert hl.health(ds).reason == "NoObservedGeneration"
-    ds = load("daemonset-no-nodes")
-    ds["status"].update(desiredNumberScheduled=2, currentNumberScheduled=2, updatedNumberScheduled=2, numberAvailable=1)
-    assert hl.health(ds)[2:] == ("LessAvailable", "Available: 1/2")
-
-
-def test_pod_failed_phase_and_init_containers():
-    pod = load("pod-running-ready")
-    pod["status"].update(phase="Failed", reason="Evicted", message="The node was low on resource: memory.")
-    assert hl.health(pod)[:3] == ("Failed", "Degraded", "Evicted")
-    pod = load("pod-pending")
-    pod["status"]["initContainerStatuses"] = [{"name": "init", "state": {"waiting": {"reason": "CreateContainerConfigError",
-                                                                                     "message": 'secret "db" not found'}}}]
-    assert hl.health(pod)[2:] == ("CreateContainerConfigError", 'container init: secret "db" not found')
-    pod = load("pod-pending")
-    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                    "message": "0/3 nodes are available"}]
-    assert hl.health(pod)[:3] == ("InProgress", "Progressing", "Unschedulable")
-
-
-def test_pvc_lost_and_crd_installing():
-    pvc = load("pvc-bound")
-    pvc["status"]["phase"] = "Lost"
-    assert hl.health(pvc)[:2] == ("Failed", "Degraded")
-    crd = load("crd-established")
-    crd["status"]["conditions"] = [c for c in crd["status"]["conditions"] if c["type"] != "Established"]
-    assert hl.health(crd).reason == "Installing"
-    crd["status"]["conditions"].append({"type": "Established", "status": "False", "reason": "Installing"})
-    assert hl.health(crd).status == "InProgress"
-
-
 def test_stalled_and_reconciling_apply_to_built_in_kinds_too():
     dep = load("deployment-available")
     dep["status"]["conditions"].append({"type": "Stalled", "status": "True", "reason": "Blocked", "message": "m"})
     assert hl.health(dep)[:3] == ("Failed", "Degraded", "Blocked")
-
-
-def test_health_is_a_value():
-    got = hl.health(load("job-deadline-exceeded"))
-    assert got.to_dict() == {"status": "Failed", "health": "Degraded", "reason": "DeadlineExceeded",
-                             "message": "Job was active longer than specified deadline"}
-    assert got.describe() == "DeadlineExceeded: Job was active longer than specified deadline"
-    assert got.failed and not got.ready
-    obj = load("configmap")
-    assert hl.health(obj) == hl.health(copy.deepcopy(obj))
-
-
-def test_condition_helper():
-    dep = load("deployment-stalled")
-    assert get_condition(dep, "Progressing")["status"] == "False" and get_condition(dep, "Available")["status"] == "False"
-    assert get_condition(dep, "Ready") is None and get_condition({}, "Ready") is None

@@ -52,3 +52,52 @@ def test_stack_and_stack_info_document_the_discovery_cache_with_one_fragment():
         assert not set(documented) & set(doc["options"])
         for name, option in documented.items():
             assert (option["type"], option["default"]) == (spec[name]["type"], spec[name]["default"]), name
+
+
+# -- the run, on the simulator ---------------------------------------------------------------------------
+from .simengine import client_of, configmap, namespace, sync, unique  # noqa: E402
+
+
+@pytest.fixture
+def info_params(kubesim, tmp_path):
+    def make(**args):
+        args.setdefault("kubeconfig", kubesim.kubeconfig)
+        args.setdefault("discovery_cache_dir", str(tmp_path / "cache"))
+        validated = validate_args(args, info.ARGUMENT_SPEC, info.MUTUALLY_EXCLUSIVE)
+        assert not validated.error_messages, validated.error_messages
+        return validated.validated_parameters
+    return make
+
+
+def test_the_report_compares_the_stack_with_a_desired_set_and_changes_nothing(kubesim, info_params):
+    ns, stack = unique("i-run"), unique("s")
+    client = client_of(kubesim)
+    try:
+        sync(client, stack, [namespace(ns), configmap("a", ns), configmap("b", ns)], commit="c1")
+    finally:
+        client.close()
+    start = len(kubesim.requests)
+    warnings = []
+    report = info.run_stack_info(info_params(name=stack, resources=[namespace(ns), configmap("a", ns)]),
+                                 warn=warnings.append)
+    assert [r["method"] for r in list(kubesim.requests)[start:] if r["method"] != "GET"] == []
+    assert report["changed"] is False and report["commit"] == "c1" and warnings == []
+    assert dict((o["name"], o["status"]) for o in report["objects"]) == {ns: "in_sync", "a": "in_sync", "b": "would_prune"}
+    bare = info.run_stack_info(info_params(name=stack))
+    assert set(o["status"] for o in bare["objects"]) == {"present"} and "warnings" not in bare
+
+
+def test_a_run_that_cannot_be_reported_fails_with_the_engines_message(info_params):
+    with pytest.raises(RunFailed, match="not a valid label value"):
+        info.run_stack_info(info_params(name="not/a/label"))
+    with pytest.raises(RunFailed, match="invalid manifests"):
+        info.run_stack_info(info_params(name="s", resources=[{"kind": "ConfigMap"}]))
+
+
+def test_an_unexpected_error_is_reported_with_its_traceback(info_params, monkeypatch):
+    from ansible_collections.stacksync.k8s.plugins.module_utils import manager
+
+    monkeypatch.setattr(manager.StackManager, "inspect", lambda self, resources: {}["objects"])
+    with pytest.raises(RunFailed) as e:
+        info.run_stack_info(info_params(name="s"))
+    assert e.value.msg == "stack 's': unexpected error: 'objects'" and "KeyError" in e.value.result["exception"]

@@ -116,3 +116,40 @@ def test_a_value_of_a_set_list_our_tree_lacks_is_lost():
         'metadata.finalizers["b.io/y"]']
     fields["f:metadata"]["f:finalizers"]['v:"b.io/y"'] = {}
     assert lost(manifest, {"metadata": {"managedFields": [entry("stacksync", fields)]}}, "stacksync") == []
+
+
+# -- owned.py's own functions ---------------------------------------------------------------------------------
+from ansible_collections.stacksync.k8s.plugins.module_utils import owned  # noqa: E402
+
+
+def test_what_a_manifest_sets_leaves_out_what_the_server_never_records():
+    manifest = {"apiVersion": "v1", "kind": "ConfigMap", "status": {"x": 1},
+                "metadata": {"name": "c", "namespace": "n", "labels": {"a": "b"}, "annotations": {}},
+                "data": {"k": None}, "spec": {"ports": [{"port": 80}], "empty": {}}}
+    assert owned.wanted(manifest) == [("metadata", "labels", "a"), ("metadata", "annotations"), ("data", "k"),
+                                      ("spec", "ports"), ("spec", "empty")]
+    assert owned.tracked((), "data") and not owned.tracked((), "status")
+    assert not owned.tracked(("metadata",), "resourceVersion") and owned.tracked(("spec",), "name")
+
+
+def test_a_walk_finds_the_fields_our_tree_lacks_and_the_items_of_lists_someone_else_took():
+    manifest = {"spec": {"containers": [{"name": "app", "image": "nginx"}], "finalizers": ["a", "b"],
+                         "replicas": 2, "paused": None}}
+    ours = {"f:spec": {"f:containers": {'k:{"name":"app"}': {".": {}, "f:name": {}}},
+                       "f:finalizers": {'v:"a"': {}}, "f:replicas": {}}}
+    assert owned.Walk([]).unowned(manifest, ours) == [("spec", "containers[name=app]", "image"),
+                                                      ("spec", 'finalizers["b"]'), ("spec", "paused")]
+    # an empty list our tree lacks is lost only when another manager owns it whole (an atomic list)
+    other = {"manager": "kubectl-edit", "fieldsV1": {"f:spec": {"f:args": {}}}}
+    ours = {"f:spec": {"f:replicas": {}}}
+    assert owned.Walk([other]).unowned({"spec": {"args": [], "replicas": 1}}, ours) == [("spec", "args")]
+    assert owned.Walk([]).unowned({"spec": {"args": [], "replicas": 1}}, ours) == []
+    assert owned.Walk([]).unowned({"spec": {"args": ["x"]}}, {"f:spec": {}}) == []  # spec owned as a whole
+
+
+def test_an_item_is_keyed_by_the_one_entry_whose_key_fields_it_has():
+    node = {'k:{"port":80,"protocol":"TCP"}': {}, 'k:{"port":443,"protocol":"TCP"}': {}, "k:bad": {}, "f:x": {}}
+    assert owned._item_key(node, {"port": 80}) == 'k:{"port":80,"protocol":"TCP"}'  # protocol defaulted by the server
+    assert owned._item_key(node, {"port": "80"}) is None  # a string is not the number the server keyed it by
+    assert owned._item_key(node, {"name": "x"}) is None
+    assert owned._set_values({'v:"a"': {}, "v:1": {}, "v:{bad": {}, "f:x": {}}) == ["a", 1]

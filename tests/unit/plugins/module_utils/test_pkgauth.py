@@ -1,6 +1,7 @@
 """pkgauth.py: auth-providers refused in kubectl's words, or failing without a token, before any request."""
 
 import os
+from pathlib import Path
 
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils import pkgauth as P
@@ -48,3 +49,63 @@ def test_in_cluster_needs_a_mounted_service_account():
         pytest.skip("this machine runs in a pod")
     assert P.in_cluster({}) is False
     assert P.in_cluster({"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}) is False  # no token file here
+
+
+# -- what the package loads, with its own loaders (files redirected to the test's directory) ----------------------
+def gcp(token="ya29.a-token", expiry="2999-01-01T00:00:00Z"):
+    return {"name": "gcp", "config": {"access-token": token, "expiry": expiry}}
+
+
+def test_a_gcp_provider_with_a_fresh_token_gives_it_as_the_authorization_header(tmp_path):
+    pytest.importorskip("kubernetes")
+    import yaml
+
+    doc = simple(user={"auth-provider": gcp()})
+    header = P.provider_authorization(_user(gcp()), doc, "ctx", persist_config=False)
+    assert header() == "Bearer ya29.a-token"
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(doc))
+    assert P.provider_authorization(_user(gcp()), str(path), "ctx")() == "Bearer ya29.a-token"  # a file as well
+
+
+def test_a_provider_the_package_cannot_load_fails_naming_the_user(tmp_path):
+    pytest.importorskip("kubernetes")
+    with pytest.raises(AuthError, match=r'^kubeconfig user "u": getting credentials: auth-provider gcp: '):
+        P.provider_authorization(_user(gcp()), str(tmp_path / "missing"), "ctx")
+
+
+@pytest.fixture
+def service_account(tmp_path, monkeypatch):
+    """A mounted service account under tmp_path: what a pod has (the package's and this module's paths point there)."""
+    incluster = pytest.importorskip("kubernetes.config.incluster_config")
+    from tests.kubesim.simulator import _pki
+
+    directory = tmp_path / "serviceaccount"
+    directory.mkdir()
+    (directory / "token").write_text("sa-token")  # as the kubelet writes it: no newline
+    (directory / "namespace").write_text("team-a\n")
+    (directory / "ca.crt").write_bytes(Path(_pki()["ca"]).read_bytes())
+    monkeypatch.setattr(P, "SA_DIR", str(directory))
+    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(directory / "token"))
+    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(directory / "ca.crt"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    return directory
+
+
+def test_in_cluster_credentials_are_the_mounted_service_accounts(service_account):
+    assert P.in_cluster(os.environ) is True
+    cfg = P.in_cluster_config()
+    assert cfg.host == "https://10.96.0.1:443" and cfg.verify_ssl is True
+    assert cfg.ca_file == str(service_account / "ca.crt")
+    assert cfg.authorization() == "bearer sa-token" and cfg.namespace == "team-a"  # the package's spelling
+
+
+def test_in_cluster_without_a_usable_service_account(service_account, monkeypatch):
+    (service_account / "namespace").unlink()
+    assert P.sa_namespace() is None
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
+    assert P.in_cluster_config() is None  # the package says it is not in a cluster
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    (service_account / "token").write_text("")
+    assert P.in_cluster_config() is None  # an empty token is no service account either

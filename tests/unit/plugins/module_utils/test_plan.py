@@ -77,3 +77,23 @@ def test_stages_order_prerequisites_first_and_prune_reverses():
     stages = p.by_stage(ids)
     assert [s for s, _ in stages] == [0, 1, 2, 3]
     assert set(stages[0][1]) == {ids[1], ids[4]} and ids[5] in stages[2][1]
+
+
+def test_facts_keep_what_cannot_be_proven_ours_to_delete_and_a_claim_still_releases():
+    from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import ResourceInfo
+    from ansible_collections.stacksync.k8s.plugins.module_utils.identity import identity_digest
+
+    info = ResourceInfo("", "v1", "ConfigMap", "configmaps", True, ("list", "delete", "patch"))
+    ids = [ObjectId("", "ConfigMap", "n", name) for name in ("gone", "unknown", "claimed")]
+    ours = {oid: (info, live(oid)) for oid in ids}
+    unreadable = p.Reason(p.RECORDS_UNREADABLE, "cannot read them")
+    kept = {ids[1]: unreadable, ids[2]: unreadable}
+    from ansible_collections.stacksync.k8s.plugins.module_utils.record import Claim
+
+    declared = {identity_digest(ids[2]): [Claim("t", "rec-t2"), Claim("t", "rec-t1")]}
+    plan = p.prune_plan(ours, "s", set(), set(), declared, {}, kept)
+    assert [c[0] for c in plan.candidates] == [ids[0]]
+    assert [(k[0], k[3].code) for k in plan.kept] == [(ids[1], p.RECORDS_UNREADABLE)]
+    assert [(r[0], r[3]) for r in plan.releases] == [(ids[2], "t")]  # handing it over deletes nothing
+    assert type(plan.releases[0][3]) is str and plan.release_namespaces == {ids[2]: "rec-t1"}  # plain str in results
+    assert plan.rules == ("s", set(), set()) and plan.facts[2] is kept  # what a re-read object is decided by again

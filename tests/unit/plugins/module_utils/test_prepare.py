@@ -150,3 +150,51 @@ def test_size_counts_the_body_as_sent_and_the_object_as_stored():
     assert v.size_problem(blob, oid) is None
     blob["spec"]["v"] = "e" * (MIB // 3)
     assert v.size_problem(blob, oid) is None
+
+
+# -- prepare.py's own functions (the manager calls them) ----------------------------------------------------
+from ansible_collections.stacksync.k8s.plugins.module_utils import prepare as p  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.module_utils.options import StackOptions  # noqa: E402
+
+CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "gadgets.x.io"},
+       "spec": {"group": "x.io", "names": {"kind": "Gadget", "plural": "gadgets"}, "scope": "Namespaced",
+                "versions": [{"name": "v1", "served": True}, {"name": "v2", "served": False}]}}
+
+
+class WithCRDs(FakeDiscovery):
+    def __init__(self):
+        self.index = DiscoveryIndex([*INFOS, ResourceInfo("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
+                                                          "customresourcedefinitions", False, VERBS)])
+
+
+def test_a_custom_resource_of_a_crd_of_the_same_set_is_resolved_from_the_crd():
+    desired = p.prepare([CRD, doc("Gadget", "g", api_version="x.io/v1")], WithCRDs(), StackOptions("s", namespace="ns"),
+                        lambda m: None)
+    gadget = desired[1]
+    assert gadget.from_crd and gadget.oid == ObjectId("x.io", "Gadget", "ns", "g") and gadget.info.plural == "gadgets"
+    assert list(p.crd_kinds([(0, None, CRD)])) == [("x.io", "Gadget", "v1")]  # the versions it serves
+    with pytest.raises(p.PrepareError, match="Gadget"):  # a version the CRD does not serve is not resolved from it
+        p.prepare([CRD, doc("Gadget", "g", api_version="x.io/v2")], WithCRDs(), StackOptions("s"), lambda m: None)
+
+
+def test_the_stacks_state_cannot_be_declared_and_record_namespaces_come_own_first():
+    opts = StackOptions("s", record_namespace="ops", record_namespaces=["team-b", "ops", ""])
+    assert p.record_namespaces(opts) == ["ops", "team-b"]
+    with pytest.raises(p.PrepareError, match=r"this is \(or could be\) the state of a stack"):
+        p.prepare([dict(doc(name="stacksync-other"), metadata={"name": "stacksync-other", "namespace": "team-b"})],
+                  FakeDiscovery(), opts, lambda m: None)
+
+
+def test_stamping_keys_secret_checksums_and_names_the_record_namespace():
+    opts = StackOptions("s", namespace="ns", record_namespace="ops")
+    cm, secret = p.prepare([doc(name="c", data={"a": "1"}), doc("Secret", "pw", stringData={"p": "x"})], FakeDiscovery(),
+                           opts, lambda m: None)
+    p.stamp_all([cm, secret], "s", None)
+    unkeyed = secret.checksum
+    assert cm.manifest["metadata"]["annotations"]["stacksync.io/record-namespace"] == "ops"
+    p.stamp_all([secret], "s", b"k" * 32)
+    assert secret.checksum != unkeyed  # a Secret's checksum depends on the stack's key (never matches without it)
+    assert cm.named() == "ConfigMap ns/c" and cm.api_version == "v1"
+    assert p.prepare(None, FakeDiscovery(), opts, lambda m: None) == []
+    with pytest.raises(p.PrepareError, match="resources must be a list of manifests"):
+        p.prepare({"kind": "ConfigMap"}, FakeDiscovery(), opts, lambda m: None)

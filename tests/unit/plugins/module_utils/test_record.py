@@ -5,14 +5,18 @@ import re
 
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.constants import RECORD_LABEL, RECORD_NAMESPACE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 from ansible_collections.stacksync.k8s.plugins.module_utils.record import (
     RecordError,
     StackKey,
     StackRecord,
+    bound_elsewhere,
+    could_be_state,
     is_state_object,
+    is_unbound,
     object_name,
+    read_records,
 )
 
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -26,6 +30,7 @@ class FakeApi:
         self.objects = {}
         self.rv = itertools.count(1)
         self.fail = {}
+        self.forbidden = set()  # collections whose list answers 403 ("/api/v1/configmaps": cluster-wide)
 
     def _maybe_fail(self, method):
         errors = self.fail.get(method)
@@ -63,8 +68,12 @@ class FakeApi:
     def delete(self, path, preconditions=None, **_kw):
         self.objects.pop(path, None)
 
-    def list(self, collection, label_selector=None):
-        return [o for p, o in self.objects.items() if p.startswith(collection + "/")
+    def list(self, collection, label_selector=None, limit=None):
+        if collection in self.forbidden:
+            raise ApiError(403, "Forbidden", "configmaps is forbidden")
+        wide = re.fullmatch(r"/api/v1/(\w+)", collection)
+        pattern = re.compile(rf"/api/v1/namespaces/[^/]+/{wide.group(1)}/[^/]+") if wide else None
+        return [o for p, o in self.objects.items() if (pattern.fullmatch(p) if pattern else p.startswith(collection + "/"))
                 and (label_selector is None or label_selector in ((o.get("metadata") or {}).get("labels") or {}))]
 
 
@@ -128,11 +137,49 @@ def test_key_owner_check():
         key.load()
 
 
-def test_declared_elsewhere_reads_other_records_only():
+def test_claims_are_read_from_the_records_of_every_namespace():
     api = FakeApi()
     StackRecord(api, "ns", "a", "m").save(objects="d1,d2")
     StackRecord(api, "ns", "b", "m").save(objects="d2,d3")
-    forged = StackRecord(api, "ns", "c", "m")
+    StackRecord(api, "other", "c", "m").save(objects="d3,d5")  # a record in another record namespace counts too
+    StackRecord(api, "tenant", "a", "m").save(objects="d1,d6")  # so does a stack of the same name kept there
+    forged = StackRecord(api, "ns", "e", "m")
     forged.save(objects="d4")
-    api.objects[forged.path]["data"]["stack"] = "not-c"  # a record whose fields disagree is ignored
-    assert StackRecord(api, "ns", "a", "m").declared_elsewhere() == {"d2": ["b"], "d3": ["b"]}
+    api.objects[forged.path]["data"]["stack"] = "not-e"  # a record whose fields disagree is ignored
+    records = read_records(api, ["ns"])
+    assert records.cluster_wide and not records.missing
+    claims = records.claims("a", "ns")
+    assert claims == {"d1": ["a"], "d2": ["b"], "d3": ["b", "c"], "d5": ["c"], "d6": ["a"]}
+    assert [c.record_namespace for c in claims["d3"]] == ["ns", "other"] and claims["d1"][0].record_namespace == "tenant"
+    assert records.namesakes("a", "ns") == ["tenant"] and records.namesakes("b", "ns") == []
+
+
+def test_without_the_right_to_list_records_cluster_wide_each_known_namespace_is_read_and_gaps_named():
+    api = FakeApi()
+    StackRecord(api, "ns", "b", "m").save(objects="d2")
+    StackRecord(api, "other", "c", "m").save(objects="d3")
+    StackRecord(api, "hidden", "h", "m").save(objects="d4")
+    api.forbidden = {"/api/v1/configmaps", "/api/v1/namespaces/other/configmaps"}
+    records = read_records(api, ["ns", "other", "ns"])
+    assert not records.cluster_wide
+    assert records.missing == ["list configmaps in namespace other"]
+    assert records.claims("a", "ns") == {"d2": ["b"]}  # not d4: a namespace nobody named is not read
+    api.forbidden = {"/api/v1/configmaps"}
+    assert not read_records(api, ["ns", "other"]).missing
+
+    def broken(*_a, **_kw):
+        raise ApiError(500, "InternalError")
+
+    api.list = broken
+    with pytest.raises(ApiError):  # not a missing right: the run fails rather than guess
+        read_records(api, ["ns"])
+
+
+def test_state_objects_of_every_known_record_namespace_and_bindings():
+    oid = ObjectId("", "ConfigMap", "tenant-b", "stacksync-b")
+    assert not is_state_object(oid, "tenant-a") and is_state_object(oid, ["tenant-a", "tenant-b"])
+    assert could_be_state(oid) and could_be_state(ObjectId("coordination.k8s.io", "Lease", "x", "stacksync-b"))
+    assert not could_be_state(ObjectId("", "ConfigMap", "x", "b-stacksync"))
+    bound = {"metadata": {"annotations": {RECORD_NAMESPACE_ANNOTATION: "tenant-b"}}}
+    assert bound_elsewhere(bound, "tenant-a") == "tenant-b" and bound_elsewhere(bound, "tenant-b") is None
+    assert bound_elsewhere({"metadata": {}}, "tenant-a") is None and is_unbound({"metadata": {}}) and not is_unbound(bound)

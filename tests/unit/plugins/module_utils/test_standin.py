@@ -1,12 +1,10 @@
-"""standin.py and dryrun.py: check mode's stand-in namespaces, and what it lists as not validated."""
+"""standin.py: check mode's stand-in namespaces (what it lists as not validated: test_dryrun.py)."""
 
 from types import SimpleNamespace
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import standin as S
-from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import ChangeSet
 from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import ResourceInfo
-from ansible_collections.stacksync.k8s.plugins.module_utils.dryrun import CRD_FIRST, DryRuns, dry_run_gap
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
 
 VERBS = ("create", "delete", "get", "list", "patch")
@@ -81,22 +79,6 @@ def test_the_namespace_selectors_of_policies_bindings_and_webhooks():
     assert S.namespace_selectors("MutatingWebhookConfiguration", "webhooks", {"metadata": {"name": "m"}, "webhooks": [
         {"name": "one", "namespaceSelector": {}}, {"name": "two"}]}) == [
         ("MutatingWebhookConfiguration m (webhook one)", {}), ("MutatingWebhookConfiguration m (webhook two)", None)]
-
-
-def test_refusals_that_do_not_say_the_run_would_fail():
-    pod = desired("Pod", name="p")
-    sa = 'pods "p" is forbidden: error looking up service account web/%s: serviceaccount "%s" not found'
-    assert dry_run_gap(pod, ApiError(403, "Forbidden", sa % ("runner", "runner")), {("web", "runner")}, False) == (
-        "it runs as ServiceAccount web/runner, which this sync creates: the server cannot check it before")
-    assert dry_run_gap(pod, ApiError(403, "Forbidden", sa % ("other", "other")), {("web", "runner")}, True) is None
-    assert dry_run_gap(pod, ApiError(403, "Forbidden", sa % ("default", "default")), set(), True).endswith(
-        "which the namespace gets once created: the server cannot check it before")
-    assert dry_run_gap(pod, ApiError(403, "Forbidden", sa % ("default", "default")), set(), False) is None
-    assert dry_run_gap(pod, ApiError(400, "BadRequest", 'admission webhook "x" does not support dry run'), set(), False) == (
-        'the server cannot dry-run it: admission webhook "x" does not support dry run')
-    assert dry_run_gap(pod, ApiError(404, "NotFound", 'namespaces "web" not found'), set(), False) == (
-        "its namespace web does not exist (yet: another source may create it)")
-    assert dry_run_gap(pod, ApiError(422, "Invalid", 'pods "p" is invalid'), set(), False) is None
 
 
 class FakeClient:
@@ -179,36 +161,3 @@ def test_a_stand_in_still_terminating_at_the_end_is_a_warning():
     ticks = iter(range(1000))
     assert st.close(timeout=3, clock=lambda: next(ticks), sleep=lambda _s: None) == [
         f"check mode's stand-in namespace {name} was deleted and is still terminating"]
-
-
-def test_dry_runs_list_custom_resources_of_new_crds_and_objects_of_failed_namespaces():
-    runs = DryRuns(FakeClient(), lambda fn, items: [fn(i) for i in items], SimpleNamespace(poll_interval=0))
-    crd = SimpleNamespace(oid=ObjectId("apiextensions.k8s.io", "CustomResourceDefinition", "", "gadgets.x.io"),
-                          manifest={"spec": {"group": "x.io", "names": {"kind": "Gadget"}}})
-    runs.seen(crd, "created", {}, None)
-    runs.seen(desired("Namespace", ns="", name="web"), "created", PLANNED, None)
-    runs.seen(desired("Namespace", ns="", name="bad"), None, None, "403 Forbidden")
-    gadget = SimpleNamespace(oid=ObjectId("x.io", "Gadget", "web", "g"), from_crd=False)
-    assert runs.unchecked(gadget) == CRD_FIRST and runs.unchecked(desired(from_crd=True)) == CRD_FIRST
-    assert runs.unchecked(desired(ns="bad")) == "its namespace bad would not be created (see its error)"
-    assert runs.unchecked(desired()) is None  # before stage 1: its stand-in is not made yet
-    runs.open([desired(), gadget])
-    assert runs.unchecked(desired()) is None and runs.target(desired(), "/p")[2] is not None
-    changeset = ChangeSet()
-    assert runs.skip(gadget, None, CRD_FIRST) == ("created", None, None)
-    runs.end(changeset)
-    assert changeset.warnings == ["check mode could not validate 1 object(s) with the server (listed with not_validated): "
-                                  "Gadget.x.io web/g: " + CRD_FIRST]
-
-
-def test_an_existing_namespace_the_run_relabels_is_a_warning():
-    runs = DryRuns(FakeClient(), lambda fn, items: [fn(i) for i in items], SimpleNamespace(poll_interval=0))
-    live = {"metadata": {"name": "web", "labels": {"team": "a", "stacksync.io/stack": "s"}}}
-    runs.seen(desired("Namespace", ns="", name="web"), "configured", {"metadata": {"labels": {"team": "a", "stacksync.io/stack": "t"}}},
-              None, live)
-    runs.seen(desired("Namespace", ns="", name="other"), "configured", PLANNED, None, {"metadata": {"labels": {"team": "a"}}})
-    changeset = ChangeSet()
-    runs.end(changeset)
-    assert changeset.warnings == ["Namespace other: this sync changes its labels or annotations; check mode's dry runs of its "
-                                  "objects were answered for the current ones (Pod Security admission and policies' "
-                                  "namespaceSelectors read them)"]

@@ -165,6 +165,7 @@ def test_task_reasons_ignore_the_interpreter():
 # --- the module process's arguments: validated once without copying the manifests; manifests read from a file -----
 
 MANIFESTS = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}} for i in range(3)]
+OTHERS = [{"stack": "b", "source": "b-src", "namespace": "", "earlier": True, "objects": [["v1", "ConfigMap", "", "c"]]}]
 
 
 @pytest.mark.parametrize("args", [
@@ -177,6 +178,9 @@ MANIFESTS = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{
     dict(name="s", resources=MANIFESTS, bogus=1),
     dict(resources=MANIFESTS),  # name missing
     dict(name="s", resources=MANIFESTS, concurrency="many"),
+    dict(name="s", resources=MANIFESTS, other_sources=OTHERS),
+    dict(name="s", other_sources=[*OTHERS, "not a mapping"]),
+    dict(name="s", other_sources=OTHERS, bogus=1),
 ])
 def test_validate_is_the_argument_spec_validator_without_the_copy(args):
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -194,6 +198,7 @@ def test_validate_keeps_the_manifests_as_they_are():
     from ansible_collections.stacksync.k8s.plugins.action.stack import validate
 
     assert validate(dict(name="s", resources=MANIFESTS)).validated_parameters["resources"] is MANIFESTS
+    assert validate(dict(name="s", other_sources=OTHERS)).validated_parameters["other_sources"] is OTHERS
 
 
 def test_read_resources_file(tmp_path):
@@ -211,3 +216,15 @@ def test_read_resources_file(tmp_path):
         assert e.value.msg.startswith(f"resources_file {path}: ") and message in e.value.msg
     with pytest.raises(RunFailed, match="No such file"):
         read_resources_file(str(tmp_path / "missing.json"))
+
+
+@pytest.mark.parametrize("version, legacy", [("2.16.19", True), ("2.20.10", True), ("2.21.5", False),
+                                             ("2.21.0.dev0", False), ("3.0.0", False), ("devel", False)])
+def test_the_auto_legacy_modes_ask_for_discovery_until_ansible_core_removed_them(version, legacy):
+    from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import discovery_modes
+
+    modes = discovery_modes(version)
+    assert {"auto", "auto_silent"} <= set(modes) and ("auto_legacy" in modes) is legacy
+    interpreter, how = effective_interpreter("auto_legacy", "var: ansible_python_interpreter", discovered=PY, modes=modes)
+    # ansible-core 2.21 takes the value as an interpreter's path (a module process, as before: not the controller's)
+    assert (interpreter, how.startswith("interpreter discovery")) == ((PY, True) if legacy else ("auto_legacy", False))

@@ -167,12 +167,12 @@ def test_loader_vault_values_are_decrypted():
 
 
 @pytest.mark.parametrize("text, chunks", [
-    ("a: 1\n", [(0, 1, "a: 1\n\n")]),
-    ("---\na: 1\n---\n---\n# c\n---\nb: 2\n", [(0, 2, "a: 1\n"), (1, 4, "\n"), (2, 5, "# c\n"), (3, 7, "b: 2\n\n")]),
-    ("# header\n---  # comment\r\na: 1\n", [(0, 3, "a: 1\n\n")]),
+    ("a: 1\n", [(0, 1, "a: 1\n")]), ("a: 1", [(0, 1, "a: 1\n")]),
+    ("---\na: 1\n---\n---\n# c\n---\nb: 2\n", [(0, 2, "a: 1\n"), (1, 4, "\n"), (2, 5, "# c\n"), (3, 7, "b: 2\n")]),
+    ("# header\n---  # comment\r\na: 1\n", [(0, 3, "a: 1\n")]),
     ("", []), ("# only a comment\n", []),
     ("a: 1\n---\n", [(0, 1, "a: 1\n"), (1, 3, "\n")]),
-    ("a: |\n  ---\n  x\n", [(0, 1, "a: |\n  ---\n  x\n\n")]),  # indented: not a separator
+    ("a: |\n  ---\n  x\n", [(0, 1, "a: |\n  ---\n  x\n")]),  # indented: not a separator
 ])
 def test_split_documents(text, chunks):
     assert list(K.split_documents(text)) == chunks
@@ -503,4 +503,44 @@ def test_split_documents_without_separators_is_one_document_if_it_has_content(te
         return
     lines = text.split("\n")
     has_content = any(line.strip() and not line.lstrip().startswith("#") for line in lines)
-    assert list(K.split_documents(text)) == ([(0, 1, text + "\n")] if has_content else [])
+    assert list(K.split_documents(text)) == ([(0, 1, text if text.endswith("\n") else text + "\n")] if has_content else [])
+
+
+# ------------------------------------------------------------------------------------------
+# expansion: what anchors and aliases expand a document to, measured on its nodes
+# ------------------------------------------------------------------------------------------
+
+def _node(text):
+    return yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def test_expansion_counts_what_each_alias_names_each_time():
+    plain = K.expansion(_node("a: xxxxxxxxxx\nb: [xxxxxxxxxx, xxxxxxxxxx]\n"))
+    aliased = K.expansion(_node("a: &x xxxxxxxxxx\nb: [*x, *x]\n"))
+    assert aliased == plain == (5, 2 + (3 + 12 + 2) + (3 + (2 + 13 * 2) + 2))  # the same document, written two ways
+
+
+def test_expansion_of_aliases_of_aliases_is_measured_without_building_it():
+    levels = ["a: &a [" + ", ".join(["lol"] * 10) + "]"]
+    levels += [f"{c}: &{c} [" + ", ".join(["*" + p] * 10) + "]" for p, c in zip("abcdefghijklmnopqrs", "bcdefghijklmnopqrst")]
+    values, size = K.expansion(_node("\n".join(levels) + "\n"))  # 10 ** 20 values: measured, not built
+    assert values > 10 ** 20 and size > 5 * 10 ** 20
+
+
+@pytest.mark.parametrize("limits, kind", [({"max_values": 20}, "values"), ({"max_bytes": 1000}, "bytes")])
+def test_expansion_stops_at_the_first_part_over_a_limit(limits, kind):
+    node = _node("big: &b " + "x" * 400 + "\nlist: [*b, *b, *b]\n")
+    assert K.expansion(node, max_values=20, max_bytes=2000)[1] > 1000
+    with pytest.raises(K.ExpansionError) as info:
+        K.expansion(_node("big: &b " + "x" * 400 + "\nlist: [*b, *b, *b]\nmore: [" + ", ".join(["1"] * 30) + "]\n"),
+                    **limits)
+    assert info.value.limit == kind
+    if kind == "bytes":  # the largest part aliases repeat, and where it is
+        size, repeated = info.value.repeated
+        assert size == 402 and repeated.start_mark.line == 0
+
+
+def test_expansion_refuses_a_node_that_contains_itself():
+    with pytest.raises(K.ExpansionError) as info:
+        K.expansion(_node("a: &a\n  b: *a\n"))
+    assert info.value.limit == "recursive"

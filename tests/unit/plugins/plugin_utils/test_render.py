@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jinja2
 import pytest
+import yaml
 from ansible.errors import AnsibleError
 from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible_collections.stacksync.k8s.plugins.module_utils import validation
@@ -725,7 +726,7 @@ def test_shown_path():
 def test_errors_under_a_root_name_no_controller_path(tmp_path):
     checkout = write(tmp_path / "cache" / "abcd", {"apps/ok.yaml": CM.format(name="ok"), "other/x.yaml": "x: [\n"})
     for path, expected in [(checkout / "apps" / "nope", "apps/nope does not exist"),
-                           (checkout / "other", "other/x.yaml (document 0, line 3): invalid YAML"),
+                           (checkout / "other", "other/x.yaml (document 0, line 2): invalid YAML"),  # PyYAML: line 2
                            (tmp_path, "resolves outside the checkout: refused")]:
         err = render_error(path, root=str(checkout))
         assert expected in str(err) and str(checkout) not in str(err), str(err)
@@ -816,3 +817,130 @@ def test_one_walk_renders_what_the_general_constructor_renders(tmp_path, monkeyp
     from ansible_collections.stacksync.k8s.plugins.plugin_utils import kubeyaml
     monkeypatch.setattr(kubeyaml, "_without_anchors", lambda stream: False)  # every document the general way
     assert _typed(render(str(path), **kwargs)) == _typed(fast)
+
+
+# ------------------------------------------------------------------------------------------
+# YAML: what anchors and aliases expand to, by size; error positions as PyYAML gives them
+# ------------------------------------------------------------------------------------------
+
+def _size_bomb(value_size, aliases, per_line=1000):
+    """A ConfigMap whose data holds one ``value_size``-byte string and a list of ``aliases`` aliases of it."""
+    lines = ["  - [" + ", ".join(["*b"] * min(per_line, aliases - i)) + "]" for i in range(0, aliases, per_line)]
+    return (CM.format(name="bomb") + "data:\n  big: &b " + "x" * value_size + "\nlist:\n" + "\n".join(lines) + "\n")
+
+
+def test_an_alias_of_a_large_string_counts_its_size_each_time_it_is_used(tmp_path):
+    # 400 aliases of a 100 kB string: 40 MB, over the 32 MiB of one document (only 402 values, far below 1000000)
+    write(tmp_path, {"pad.yaml": CM.format(name="pad"), "cm.yaml": CM.format(name="ok") + "---\n" + _size_bomb(100000, 400)})
+    err = render_error(tmp_path)
+    assert (err.path, err.doc, err.line) == ("cm.yaml", 1, 6)
+    assert err.problem == ("the document expands to more than 33554432 bytes through YAML anchors and aliases (an alias "
+                           "bomb?; its aliases repeat a 100002-byte part from line 11): refusing it, over the limit of "
+                           "one document")
+    write(tmp_path, {"cm.yaml": _size_bomb(100000, 300)})  # 30 MB: under the limit, rendered
+    assert len(render(str(tmp_path), include=["cm.yaml"])[0]["list"][0]) == 300
+
+
+def test_the_documents_of_a_render_share_one_expansion_budget(tmp_path, monkeypatch):
+    monkeypatch.setattr(R, "MAX_EXPANDED_SIZE", 3 * 1024 * 1024)
+    one = _size_bomb(10000, 110)  # about 1.1 MB each
+    write(tmp_path, {"a.yaml": one.replace("bomb", "a"), "b.yaml": one.replace("bomb", "b") + "---\n" + one})
+    err = render_error(tmp_path)
+    assert (err.path, err.doc) == ("b.yaml", 1)
+    assert "the documents of this tree expand to more than 3145728 bytes in all" in err.problem
+    assert "over the limit of one render" in err.problem
+    # each render has its own budget: b.yaml alone (about 2 MB) renders
+    assert len(render(str(tmp_path), include=["b.yaml"])) == 2
+
+
+def test_an_alias_that_contains_itself_is_refused(tmp_path):
+    write(tmp_path, {"r.yaml": CM.format(name="r") + "data: &d\n  self: *d\n"})
+    err = render_error(tmp_path)
+    assert err.problem.startswith("an alias on line 5 names a node that contains it: a recursive structure")
+
+
+BOMB_SCRIPT = r"""
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (__LIMIT__, __LIMIT__))
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import RenderError, render
+try:
+    manifests = render(sys.argv[1])
+    outcome = "rendered %d bytes" % len(json.dumps(manifests))  # what the stack module sends on
+except RenderError as exc:
+    outcome = "refused: " + str(exc)
+except MemoryError:
+    outcome = "MemoryError"
+print(json.dumps({"outcome": outcome, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+@pytest.mark.parametrize("bomb", ["size", "laughs"])
+def test_a_small_file_whose_aliases_expand_to_gigabytes_fails_fast_in_bounded_memory(tmp_path, bomb):
+    """A 0.7 MB file whose aliases expand to 15 GB (an alias of a 100 kB string, 150000 times; the values it counts
+    are far below 1000000), and a billion laughs: refused, in a process allowed 1 GiB of address space."""
+    import sys
+
+    from tests.conftest import COLLECTIONS_ROOT
+
+    if bomb == "size":
+        text = _size_bomb(100000, 150000)  # 15 GB
+        assert 600000 < len(text) < 800000
+    else:
+        levels = ["  a: &a [" + ", ".join(["lol"] * 9) + "]"]
+        levels += [f"  {c}: &{c} [" + ", ".join(["*" + p] * 9) + "]" for p, c in zip("abcdefghi", "bcdefghij")]
+        text = CM.format(name="laughs") + "data: {}\nbomb:\n" + "\n".join(levels) + "\n"
+    write(tmp_path, {"bomb.yaml": text})
+    proc = subprocess.run([sys.executable, "-c", BOMB_SCRIPT.replace("__LIMIT__", str(1024 ** 3)), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["outcome"].startswith("refused: bomb.yaml (document 0, line 1): the document expands to more than "), result
+    assert "through YAML anchors and aliases (an alias bomb?" in result["outcome"]
+    assert result["maxrss_kb"] < 400 * 1024, result  # the document was measured, never built
+
+
+def test_a_yaml_error_gives_the_positions_pyyaml_gives(tmp_path):
+    """An unclosed quote on line 7 of an 8-line file: PyYAML says the scalar starts on line 7 and the stream ends on
+    line 9; so does the error (it said line 10: a blank line was added after the file's last one)."""
+    text = CM.format(name="x") + "data:\n  a: b\n  c: \"unterminated\n  d: e\n"
+    assert text.count("\n") == 8
+    write(tmp_path, {"bad.yaml": text, "two.yaml": CM.format(name="first") + "---\n" + text})
+    with pytest.raises(yaml.YAMLError) as info:
+        yaml.safe_load(text)
+    context, problem = info.value.context_mark, info.value.problem_mark
+    assert (context.line + 1, context.column + 1, problem.line + 1, problem.column + 1) == (7, 6, 9, 1)
+    err = render_error(tmp_path, include=["bad.yaml"])
+    assert str(err) == ("bad.yaml (document 0, line 9): invalid YAML: found unexpected end of stream at line 9, column 1, "
+                        "while scanning a quoted scalar that starts at line 7, column 6")
+    # in a later document, the lines are the file's
+    err = render_error(tmp_path, include=["two.yaml"])
+    assert str(err) == ("two.yaml (document 1, line 14): invalid YAML: found unexpected end of stream at line 14, "
+                        "column 1, while scanning a quoted scalar that starts at line 12, column 6")
+
+
+@pytest.mark.parametrize("text", [
+    "a: b: c\n",  # a mapping value where none may be: one position
+    "a: [1, 2\nb: 3\n",  # a flow sequence never closed: where the parser gave up, and where the sequence starts
+    "a:\n\tb: 1\n",  # a tab where indentation is expected
+    "a:\n  b: 'x\n",  # a quote never closed
+])
+def test_yaml_errors_name_where_they_fail_and_where_the_construct_starts(tmp_path, text):
+    """Whatever the parser's words (libyaml's and PyYAML's differ), the positions are the ones PyYAML marks reading
+    the whole file: where it fails and, where elsewhere, where the construct it was reading starts."""
+    write(tmp_path, {"e.yaml": text})
+    err = str(render_error(tmp_path))
+    with pytest.raises(yaml.YAMLError) as info:
+        yaml.load(text, Loader=yaml.SafeLoader)
+    problem, context = info.value.problem_mark, info.value.context_mark
+    assert err.startswith(f"e.yaml (document 0, line {problem.line + 1}): invalid YAML: "), err
+    assert f" at line {problem.line + 1}, column {problem.column + 1}" in err, err
+    if context is not None and (context.line, context.column) != (problem.line, problem.column):
+        assert f"that starts at line {context.line + 1}, column {context.column + 1}" in err, err
+
+
+def test_a_key_written_twice_names_both_lines_and_where_the_mapping_starts(tmp_path):
+    write(tmp_path, {"e.yaml": "a: 1\nb:\n  c: 1\n  c: 2\n"})
+    assert str(render_error(tmp_path)) == (
+        "e.yaml (document 0, line 4): invalid YAML: found duplicate key 'c' (first on line 3) at line 4, column 3, "
+        "while constructing a mapping that starts at line 3, column 3")

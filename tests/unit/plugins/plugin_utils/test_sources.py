@@ -1,6 +1,7 @@
 """plugin_utils/sources.py: sources resolved and checked, dependency order, results, summary and stats."""
 
 import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils import gate
 from ansible_collections.stacksync.k8s.plugins.module_utils.naming import stack_name
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 
@@ -133,64 +134,35 @@ def test_one_run_lists_its_diff_once():
 def test_a_blocked_stack_says_which_dependency_failed():
     e = sp.stack_entry(SOURCE, COMMIT, 2, None, None, blocked=["infra"])
     assert e["failed"] and e["msg"] == "not applied: it depends on infra, which failed"
-    assert sp.failure_message([e]) == "stack apps: not applied: it depends on infra, which failed"
 
 
 def test_a_stack_whose_source_failed_carries_the_error():
     e = sp.stack_entry(SOURCE, "", 0, None, None, error="stacksync.k8s.manifests: apps/cm.yaml: not YAML")
     assert e["failed"] and not e["changed"] and e["pruning"] == "not run" and e["commit"] == ""
-    assert sp.failure_message([e]) == "stack apps: stacksync.k8s.manifests: apps/cm.yaml: not YAML"
-    assert sp._result(e) == "FAILED (pruning not run)"
+    assert e["msg"] == "stacksync.k8s.manifests: apps/cm.yaml: not YAML"
 
 
-def test_the_summary_does_not_repeat_the_warnings_ansible_prints():
-    e = sp.stack_entry(SOURCE, COMMIT, 1, {"counts": {"created": 1}, "applied": [cm("a", action="created")],
-                                           "warnings": ["Service default/a belonged to stack 'x'"]}, {"counts": {}})
-    lines = sp.summary_lines("h", [e])
-    assert e["warnings"] == ["Service default/a belonged to stack 'x'"]
-    assert "  apps:" in lines and not [line for line in lines if "belonged to" in line], lines
+def test_health_says_whether_the_written_objects_were_checked():
+    written = {"counts": {"created": 1}, "applied": [cm("a", action="created", health="Healthy")]}
+    unchanged = {"counts": {"unchanged": 1}, "applied": [cm("a", action="unchanged")]}
+    assert sp.stack_entry(SOURCE, COMMIT, 1, written, None, waited=True)["health"] == "healthy"
+    assert sp.stack_entry(SOURCE, COMMIT, 1, written, None)["health"] == "not checked"
+    assert sp.stack_entry(SOURCE, COMMIT, 1, unchanged, None, waited=True)["health"] == "not checked"
+    failed = {"failed": True, "msg": "boom", "counts": {}}
+    assert sp.stack_entry(SOURCE, COMMIT, 1, failed, None, waited=True)["health"] == "not checked"
 
 
 def test_unhealthy_objects_are_listed_with_their_reason():
     apply = {"counts": {}, "applied": [cm("a", action="created", health="Healthy"),
                                        cm("b", action="created", health="Degraded", health_reason="Failed: boom")]}
-    e = sp.stack_entry(SOURCE, COMMIT, 2, apply, {"counts": {"pruned": 0}})
-    assert [o["name"] for o in e["unhealthy"]] == ["b"]
-    stats = sp.stats([e])["apps"]
-    assert stats["unhealthy"] == [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "name": "b",
-                                   "health": "Degraded", "reason": "Failed: boom"}]
-    assert stats["counts"]["created"] == 0 and stats["commit"] == COMMIT
+    e = sp.stack_entry(SOURCE, COMMIT, 2, apply, {"counts": {"pruned": 0}}, waited=True)
+    assert [o["name"] for o in e["unhealthy"]] == ["b"] and e["health"] == "unhealthy"
 
 
-# -- the summary --------------------------------------------------------------------------------------
-def test_summary_table_and_details():
-    written = [cm(f"cm{i:02d}", action="created") for i in range(23)]
-    e1 = sp.stack_entry(SOURCE, COMMIT, 23, {"counts": {"created": 23}, "applied": written}, {"counts": {"pruned": 0}},
-                        seconds=2.0)
-    absent = resolve({"repo": "file:///gone", "stack": "old", "state": "absent"})[0]
-    e2 = sp.stack_entry(absent, "", 0, None, {"counts": {"pruned": 4}, "pruned": [cm("x")]})
-    lines = sp.summary_lines("c1", [e1, e2], check_mode=True)
-    assert lines[0] == "stacksync summary [c1]"
-    assert lines[1] == "  check mode: nothing was changed, the counts say what a sync would do"
-    assert lines[2].split() == [c.upper() for c in sp.COLUMNS]
-    assert lines[3].split() == ["apps", COMMIT[:12], "23", "0", "0", "0", "0", "0", "2.0", "ok"]
-    assert lines[4].split() == ["old", "-", "0", "0", "0", "4", "0", "0", "0.0", "deleted"]
-    # aligned: text columns start, number columns end, where their header does
-    assert lines[2].index("RESULT") == lines[3].index(" ok") + 1 == lines[4].index(" deleted") + 1
-    assert lines[2].index("PRUNED") + len("PRUNED") == lines[4].index(" 4 ") + 2
-    assert lines[5] == "  apps:" and lines[6] == "    created ConfigMap web/cm00"
-    assert lines.count("    ... and 3 more") == 1 and sum(1 for line in lines if "created ConfigMap" in line) == 20
-    assert lines[-2:] == ["  old:", "    pruned ConfigMap web/x"]
-
-
-def test_result_column_says_what_went_wrong():
-    failed = sp.stack_entry(SOURCE, COMMIT, 1, {"failed": True, "msg": "boom", "counts": {}}, None)
-    disabled = sp.stack_entry(dict(SOURCE, prune=False), COMMIT, 1, {"counts": {}}, None)
-    blocked = sp.stack_entry(SOURCE, COMMIT, 1, None, None, blocked=["infra"])
-    results = [sp._result(e) for e in (failed, disabled, blocked)]
-    assert results == ["FAILED (pruning not run)", "ok (pruning disabled)",
-                       "not applied: it depends on infra, which failed"]
-    assert "boom" not in "\n".join(sp.summary_lines("c1", [failed]))  # the error is printed once, by the task
+def test_a_source_remembers_where_it_is_in_the_list_and_what_it_set():
+    a, b = resolve({"repo": "file:///a", "stack": "a"}, {"repo": "file:///b", "kubeconfig": "/k", "context": ""})
+    assert (a["index"], b["index"]) == (0, 1)
+    assert a["given"] == ["repo", "stack"] and b["given"] == ["kubeconfig", "repo"]
 
 
 # -- the stack runs' arguments ------------------------------------------------------------------------
@@ -206,7 +178,7 @@ def test_stack_args_carry_the_task_options_and_the_phase():
                     "validate_certs": False, "impersonate_user": "ops", "impersonate_groups": ["g"],
                     "field_manager": "fm", "max_prune": "10%", "name": "apps", "state": "present", "prune": True,
                     "namespace": "web", "resources": [{"kind": "ConfigMap"}], "phase": "apply", "commit": "abc",
-                    "wait": True}
+                    "wait": True, "source": "file:///r#manifests"}
 
 
 def test_a_source_with_its_own_kubeconfig_gets_none_of_the_host_credentials():
@@ -216,7 +188,8 @@ def test_a_source_with_its_own_kubeconfig_gets_none_of_the_host_credentials():
     params = dict(PARAMS, proxy="http://job-proxy", request_timeout=5.0)
     args = sp.stack_args(s, "", None, params, "prune", environ={"K8S_AUTH_KUBECONFIG": "/job"})
     assert args == {"kubeconfig": "/tenant", "k8s_auth_env": False, "field_manager": "fm", "max_prune": "10%",
-                    "request_timeout": 5.0, "record_namespace": "team", "name": "t", "state": "absent", "prune": True}
+                    "request_timeout": 5.0, "record_namespace": "team", "name": "t", "state": "absent", "prune": True,
+                    "source": "file:///r#manifests"}
     assert set(sp.HOST_CREDENTIALS) >= {"host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key",
                                         "proxy", "no_proxy", "impersonate_user", "impersonate_groups", "username",
                                         "password", "context", "kubeconfig"}
@@ -253,3 +226,139 @@ def test_confinement_options_reach_the_stack_run():
     args = sp.stack_args(s, "c0ffee", [], {}, "apply")
     assert (args["allowed_namespaces"], args["allowed_kinds"], args["denied_kinds"], args["allow_cluster_scoped"]) == (
         ["team-a"], ["ConfigMap"], ["Secret"], False)
+
+
+def test_every_stack_of_a_sync_with_several_record_namespaces_gets_them_all():
+    # a tenant whose credentials may not list records cluster-wide must still read the other tenants' records
+    sources = resolve({"repo": "file:///a", "stack": "a", "record_namespace": "rec-a"},
+                      {"repo": "file:///b", "stack": "b", "record_namespace": "rec-b"},
+                      {"repo": "file:///c", "stack": "c"})
+    params = dict(PARAMS, record_namespace="rec-default", record_namespaces=["rec-extra"])
+    for s in sources:
+        args = sp.stack_args(s, "abc", [], params, "prune")
+        assert args["record_namespaces"] == ["rec-a", "rec-b", "rec-default", "rec-extra"]
+    assert sp.stack_args(sources[2], "abc", [], params, "prune")["record_namespace"] == "rec-default"
+    (alone,) = resolve({"repo": "file:///a", "stack": "a", "record_namespace": "rec-a"})
+    assert "record_namespaces" not in sp.stack_args(alone, "abc", [], PARAMS, "prune")  # one namespace: nothing to add
+
+
+def test_stack_args_carry_the_owning_source_the_prune_option_and_the_other_sources():
+    (s,) = resolve({"repo": "https://u:tok@git.example.com/Org/Apps.git?x=1", "stack": "apps", "prune": False})
+    others = [{"stack": "b", "source": "b-src", "namespace": "", "earlier": True, "objects": []}]
+    args = sp.stack_args(s, "c", [], PARAMS, "apply", others=others)
+    # the source identity is credential-free and one for every spelling of the repository
+    assert args["source"] == "git.example.com/Org/Apps#manifests" and "tok" not in args["source"]
+    assert args["prune"] is False and args["other_sources"] is others
+    assert "other_sources" not in sp.stack_args(s, "c", [], PARAMS, "apply", others=[])
+
+
+# -- the schedule (next_step) -------------------------------------------------------------------------
+def run(prepared, outcomes):
+    """Play a sources run through next_step: ``outcomes[(stack, stage)]`` is what a stack run returns (default
+    done); the steps as ``(stage, stack, phase or the message)``."""
+    done, steps = {}, []
+    step = sp.next_step(prepared, done)
+    while step is not None:
+        stack = step.source["stack"]
+        assert step.stage not in done.get(stack, {}), "a stage runs once"
+        if step.phase is None:
+            done.setdefault(stack, {})[step.stage] = sp.FAILED if step.stage == "apply" else sp.NOT_RUN
+            steps.append((step.stage, stack, step.message))
+        else:
+            done.setdefault(stack, {})[step.stage] = outcomes.get((stack, step.stage), sp.DONE)
+            steps.append((step.stage, stack, step.phase))
+        step = sp.next_step(prepared, done)
+    return steps
+
+
+def prepared(*sources, errors=()):
+    return [(s, "c", None if s["stack"] in errors else [], "bad yaml" if s["stack"] in errors else None)
+            for s in resolve(*sources)]
+
+
+def test_a_single_source_is_one_run():
+    assert run(prepared({"repo": "file:///r", "stack": "a"}), {}) == [("apply", "a", "all")]
+    # without prune too: its stack's prune gate holds the prune back (stack_args passes prune: false)
+    (source, commit, resources, _e), = p = prepared({"repo": "file:///r", "stack": "a", "prune": False})
+    assert run(p, {}) == [("apply", "a", "all")]
+    assert sp.stack_args(source, commit, resources, PARAMS, "all")["prune"] is False
+    entry = sp.stack_entry(source, commit, 0, {"changed": False, "counts": {}}, None, one_run=True)
+    assert entry["pruning"] == "disabled" and not entry["failed"]
+    # and two sources, one without prune: the gate holds its prune run back
+    assert run(prepared({"repo": "file:///r", "stack": "a", "prune": False}, {"repo": "file:///r", "stack": "b"}),
+               {})[2:] == [("prune", "b", "prune"), ("prune", "a", "prune is false")]
+
+
+def test_applies_in_order_then_prunes_in_reverse():
+    p = prepared({"repo": "file:///r", "stack": "a"}, {"repo": "file:///r", "stack": "b", "depends_on": ["a"]},
+                 {"repo": "file:///r", "stack": "old", "state": "absent"})
+    assert run(p, {}) == [("apply", "a", "apply"), ("apply", "b", "apply"),
+                          ("prune", "old", "delete"), ("prune", "b", "prune"), ("prune", "a", "prune")]
+
+
+def test_a_failed_apply_holds_back_only_its_own_prune():
+    # before: any failure held back every stack's prune
+    p = prepared({"repo": "file:///r", "stack": "a"}, {"repo": "file:///r", "stack": "b"},
+                 {"repo": "file:///r", "stack": "c"})
+    steps = run(p, {("b", "apply"): sp.FAILED})
+    assert ("prune", "a", "prune") in steps and ("prune", "c", "prune") in steps
+    assert ("prune", "b", "nothing was pruned because an apply failed") in steps
+
+
+def test_a_source_that_cannot_be_rendered_holds_back_every_prune_of_the_run():
+    # what it declares now is unknown: an object that moved to it in this commit must not be deleted by the stack
+    # it left (a failed *apply* holds back only its own prune: its desired set is known and passed to the others)
+    p = prepared({"repo": "file:///r", "stack": "base"}, {"repo": "file:///r", "stack": "broken"},
+                 {"repo": "file:///r", "stack": "apps", "depends_on": ["broken"]}, errors=("broken",))
+    steps = run(p, {})
+    assert steps[:3] == [
+        ("apply", "base", "apply"),
+        ("apply", "broken", "FAILED: bad yaml"),
+        ("apply", "apps", "not applied: it depends on broken, which failed")]
+    assert steps[3:] == [("prune", "apps", "not applied: it depends on broken, which failed"),
+                         ("prune", "broken", "its source could not be fetched or rendered"),
+                         ("prune", "base", gate.decide(gate.Facts(unrendered=("broken",))).message)]
+    assert "broken could not be fetched or rendered" in steps[5][2]
+
+
+def test_a_stack_being_deleted_waits_for_a_run_where_every_apply_succeeded():
+    # state absent hands objects to the stacks that declare them (a rename): not while one of them failed
+    p = prepared({"repo": "file:///r", "stack": "new"}, {"repo": "file:///r", "stack": "old", "state": "absent"},
+                 {"repo": "file:///r", "stack": "other"})
+    steps = run(p, {("other", "apply"): sp.FAILED})
+    assert [s for s in steps if s[1] == "old"] == [("prune", "old", gate.decide(gate.Facts(
+        state="absent", others_failed=True)).message)]
+    assert ("prune", "new", "prune") in steps
+    assert ("prune", "old", "delete") in run(p, {})
+
+
+def test_other_sources_list_what_every_other_present_source_rendered():
+    srcs = resolve({"repo": "file:///r", "stack": "a", "namespace": "web"}, {"repo": "file:///r", "stack": "b"},
+                   {"repo": "file:///r", "stack": "broken"}, {"repo": "file:///r", "stack": "old", "state": "absent"})
+    cm_a = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    cr_b = {"apiVersion": "example.com/v1", "kind": "W", "metadata": {"name": "y", "namespace": "n"}}
+    p = [(srcs[0], "c", [cm_a], None), (srcs[1], "c", [cr_b, "junk", {"kind": "NoApiVersion"}], None),
+         (srcs[2], "c", None, "render failed"), (srcs[3], "", None, None)]
+    declarations = dict((s["stack"], sp.declared(r)) for s, _c, r, e in p if s["state"] == "present" and not e)
+    assert declarations == {"a": [["v1", "ConfigMap", "", "x"]], "b": [["example.com/v1", "W", "n", "y"]]}
+    of_b = sp.other_sources(p, srcs[1], {"namespace": "dflt"}, declarations)
+    assert of_b == [{"stack": "a", "source": "file:///r#manifests", "earlier": True, "namespace": "web",
+                     "objects": [["v1", "ConfigMap", "", "x"]]},
+                    {"stack": "broken", "source": "file:///r#manifests", "earlier": False, "namespace": "dflt", "objects": None}]
+    of_a = sp.other_sources(p, srcs[0], {}, declarations)
+    assert [(o["stack"], o["earlier"], o["namespace"]) for o in of_a] == [("b", False, ""), ("broken", False, "")]
+    # a source that did not render is listed without objects (its set is unknown; its record counts); one being
+    # deleted is not listed
+    assert [(o["stack"], o["objects"] is None) for o in sp.other_sources(p, srcs[3], {}, declarations)] == [
+        ("a", False), ("b", False), ("broken", True)]
+    assert [o["stack"] for o in sp.other_sources(p, srcs[2], {}, declarations)] == ["a", "b"]
+
+
+def test_other_sources_carry_each_sources_confinement():
+    srcs = resolve({"repo": "file:///a", "stack": "a", "allowed_namespaces": ["team-a"]}, {"repo": "file:///b", "stack": "b"})
+    p = [(s, "c", [], None) for s in srcs]
+    declarations = {"a": [], "b": []}
+    (of_b,) = sp.other_sources(p, srcs[1], {"denied_kinds": ["Secret"]}, declarations)
+    assert of_b["policy"] == {"allowed_namespaces": ["team-a"], "denied_kinds": ["Secret"]}  # its own, else the task's
+    (of_a,) = sp.other_sources(p, srcs[0], {}, declarations)
+    assert "policy" not in of_a

@@ -112,3 +112,183 @@ def test_what_the_render_gives_is_plain_values(tmp_path):
     (tmp_path / "c.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, labels: &l {k: v}}\ndata:\n  <<: *l\n")
     manifests = render(str(tmp_path), template=lambda text, path: text)
     assert len(manifests) == 4 and all(_plain_types(m) for m in manifests)
+
+
+# -- StackAction.run: the action plugins as ansible-core builds them, on the simulator -----------------------------
+import sys  # noqa: E402
+
+import ansible.plugins.loader as plugin_loaders  # noqa: E402
+from ansible import constants as C  # noqa: E402
+from ansible.config.manager import ConfigManager  # noqa: E402
+from ansible.executor import module_common  # noqa: E402
+from ansible.executor.interpreter_discovery import InterpreterDiscoveryRequiredError  # noqa: E402
+from ansible.inventory.manager import InventoryManager  # noqa: E402
+from ansible.parsing.dataloader import DataLoader  # noqa: E402
+from ansible.playbook.play_context import PlayContext  # noqa: E402
+from ansible.playbook.task import Task  # noqa: E402
+from ansible.template import Templar  # noqa: E402
+from ansible.vars.manager import VariableManager  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.action import stack as stack_plugin  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.action import stack_info as stack_info_plugin  # noqa: E402
+
+from tests.unit.plugins.module_utils.simengine import client_of, configmap, namespace, sync, unique  # noqa: E402
+
+
+def host_vars(tmp_path, inventory=None, host="localhost"):
+    """The task variables ansible-core gives a task on ``host`` (the implicit localhost without an ``inventory``)."""
+    loader = DataLoader()
+    sources = []
+    if inventory is not None:
+        path = tmp_path / "inventory.ini"
+        path.write_text(inventory)
+        sources = [str(path)]
+    inventory = InventoryManager(loader=loader, sources=sources)
+    target = inventory.get_host(host) or inventory.localhost
+    return loader, VariableManager(loader=loader, inventory=inventory).get_vars(host=target)
+
+
+ACTIONS = {"stacksync.k8s.stack": stack_plugin.ActionModule, "stacksync.k8s.stack_info": stack_info_plugin.ActionModule}
+
+
+def action(loader, module, args, task_vars=None, connection="local", **task):
+    """``(ActionModule, Task)`` of a task running ``module`` with ``args``, built as ansible-core's TaskExecutor builds it
+    (the class is the collection's own: the test process imported the collection without ansible-core's loader)."""
+    task = Task.load(dict({"action": module, "args": args}, **task), loader=loader)
+    play_context = PlayContext()
+    conn = plugin_loaders.connection_loader.get(connection, play_context, "/dev/null")
+    plugin = ACTIONS[module](task=task, connection=conn, play_context=play_context, loader=loader,
+                             templar=Templar(loader=loader, variables=task_vars or {}), shared_loader_obj=plugin_loaders)
+    return plugin, task
+
+
+@pytest.fixture(scope="module")
+def stack_of_three(kubesim):
+    ns, stack = unique("act"), unique("s")
+    client = client_of(kubesim)
+    try:
+        sync(client, stack, [namespace(ns), configmap("a", ns), configmap("b", ns)])
+    finally:
+        client.close()
+    return ns, stack
+
+
+def info_args(kubesim, tmp_path, stack, **more):
+    return dict(dict(name=stack, kubeconfig=kubesim.kubeconfig, discovery_cache_dir=str(tmp_path / "cache")), **more)
+
+
+def statuses(result):
+    return dict((o["name"], o["status"]) for o in result["objects"])
+
+
+def test_the_implicit_localhost_runs_the_module_in_the_controllers_process(kubesim, tmp_path, stack_of_three, monkeypatch):
+    ns, stack = stack_of_three
+    loader, task_vars = host_vars(tmp_path)
+    plugin, _task = action(loader, "stacksync.k8s.stack_info", info_args(kubesim, tmp_path, stack,
+                                                                           resources=[namespace(ns), configmap("a", ns)]),
+                           task_vars)
+
+    def no_module_process(*_a, **_kw):
+        raise AssertionError("a module process was started")
+
+    monkeypatch.setattr(plugin, "_execute_module", no_module_process)
+    result = plugin.run(task_vars=task_vars)
+    assert not result.get("failed"), result
+    assert statuses(result) == {ns: "in_sync", "a": "in_sync", "b": "would_prune"}
+    assert result["invocation"]["module_args"]["resources"] == [f"v1 Namespace {ns}", f"v1 ConfigMap {ns}/a"]
+    assert "_ansible_parsed" not in result and "ansible_facts" not in result
+
+
+@pytest.mark.parametrize("args, variables, message", [
+    (dict(name="s", bogus=1), {}, "Unsupported parameters for (stacksync.k8s.stack_info) module: bogus"),
+    (dict(name="s"), {"stacksync_in_process": "perhaps"}, "stacksync_in_process: "),
+])
+def test_what_the_task_cannot_run_fails_it_with_a_message(tmp_path, args, variables, message):
+    loader, task_vars = host_vars(tmp_path)
+    task_vars.update(variables)
+    plugin, _task = action(loader, "stacksync.k8s.stack_info", args, task_vars)
+    result = plugin.run(task_vars=task_vars)
+    assert result["failed"] is True and message in result["msg"], result
+
+
+# -- the interpreter a module process would run under: what ansible-core decides, on the same inputs -------------
+#: the ways docs/performance.md lists of setting the interpreter (tests/bench/tools.py INTERPRETERS), as inventories,
+#: environment and ansible.cfg: (inventory or None for the implicit localhost, environment, ansible.cfg value)
+PY = sys.executable
+WAYS = {
+    "implicit-localhost": (None, None, None),
+    "hostvar": (f"box ansible_connection=local ansible_python_interpreter={PY}\n", None, None),
+    "hostvar-templated": ("box ansible_connection=local ansible_python_interpreter='{{ ansible_playbook_python }}'\n",
+                          None, None),
+    "env": ("box ansible_connection=local\n", PY, None),
+    "cfg": ("box ansible_connection=local\n", None, PY),
+    "hostvar-over-env-and-cfg": (f"box ansible_connection=local ansible_python_interpreter={PY}\n", "/env/python3",
+                                 "/cfg/python3"),
+    "discovery-default": ("box ansible_connection=local\n", None, None),
+    "discovery-auto-silent": ("box ansible_connection=local ansible_python_interpreter=auto_silent\n", None, None),
+    "discovery-cfg": ("box ansible_connection=local\n", None, "auto_legacy"),
+    "other-python": ("box ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n", None, None),
+}
+
+
+@pytest.fixture
+def configured(tmp_path, monkeypatch):
+    """Make ansible-core's global config read ``ansible.cfg`` with ``interpreter_python`` (or none) and the
+    environment's ``ANSIBLE_PYTHON_INTERPRETER`` (or none)."""
+    def apply(env, cfg):
+        monkeypatch.delenv("ANSIBLE_PYTHON_INTERPRETER", raising=False)
+        if env:
+            monkeypatch.setenv("ANSIBLE_PYTHON_INTERPRETER", env)
+        path = tmp_path / "ansible.cfg"
+        path.write_text("[defaults]\n" + (f"interpreter_python = {cfg}\n" if cfg else ""))
+        monkeypatch.setattr(C, "config", ConfigManager(conf_file=str(path)))
+    return apply
+
+
+def ansible_cores_choice(task_vars, loader, remote_is_local=False):
+    """The interpreter ansible-core's module_common._get_shebang picks, or ``("discover", mode)``."""
+    try:
+        _shebang, interpreter = module_common._get_shebang("/usr/bin/python", task_vars, Templar(loader=loader,
+                                                           variables=task_vars), remote_is_local=remote_is_local)
+    except InterpreterDiscoveryRequiredError as e:
+        return "discover", e.discovery_mode
+    return interpreter
+
+
+@pytest.mark.parametrize("way", sorted(WAYS))
+@pytest.mark.parametrize("discovered", [None, "/usr/bin/python3.9"])
+def test_the_interpreter_is_the_one_ansible_core_would_run_the_module_with(tmp_path, configured, monkeypatch, way,
+                                                                            discovered):
+    inventory, env, cfg = WAYS[way]
+    configured(env, cfg)
+    loader, task_vars = host_vars(tmp_path, inventory, host="box" if inventory else "localhost")
+    if discovered:
+        task_vars.setdefault("ansible_facts", {})["discovered_interpreter_python"] = discovered
+    expected = ansible_cores_choice(task_vars, loader)
+    plugin, _task = action(loader, "stacksync.k8s.stack_info", {"name": "s"}, task_vars)
+    ran = []
+
+    def discover_interpreter(action, interpreter_name, discovery_mode, task_vars):
+        ran.append(discovery_mode)
+        return "/discovered/python3"
+
+    monkeypatch.setattr("ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action.discover_interpreter",
+                        discover_interpreter)
+    interpreter, how = plugin._effective_interpreter(task_vars)
+    if isinstance(expected, tuple):  # ansible-core would run discovery first, in the mode configured
+        assert ran == [expected[1] or "auto"] and interpreter == "/discovered/python3"
+        assert task_vars["ansible_facts"]["discovered_interpreter_python"] == interpreter  # as a module run leaves it
+        assert how.startswith("interpreter discovery")
+    else:
+        assert ran == [] and interpreter == expected, how
+    in_process = not plugin._module_process_reasons(task_vars)
+    assert in_process is (interpreter == PY), (way, interpreter)
+
+
+def test_a_connection_that_runs_modules_on_the_controller_uses_the_playbook_python_as_ansible_core_does(
+        tmp_path, configured):
+    configured(None, "/cfg/python3")
+    loader, task_vars = host_vars(tmp_path, "box ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n",
+                                  host="box")
+    plugin, _task = action(loader, "stacksync.k8s.stack_info", {"name": "s"}, task_vars)
+    plugin._connection._remote_is_local = True  # as network connection plugins set it
+    assert plugin._effective_interpreter(task_vars)[0] == ansible_cores_choice(task_vars, loader, remote_is_local=True) == PY

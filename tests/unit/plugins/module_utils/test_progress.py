@@ -172,3 +172,14 @@ def test_wait_gone_reports_how_many_are_gone():
     left = wait_gone(client, [(p, p) for p in paths], 60, 2, clock=clock, sleep=clock.sleep, progress=lambda *a: calls.append(a))
     assert left == []
     assert [done for _v, done, _t in calls] == [0, 0, 1, 1, 2, 2, 3] and {v for v, _d, _t in calls} == {"gone"}
+
+
+def test_tee_calls_each_progress_in_turn():
+    from ansible_collections.stacksync.k8s.plugins.module_utils.progress import tee
+
+    calls = []
+    one = tee(lambda *a: calls.append(("a", *a)), None, lambda *a: calls.append(("b", *a)))
+    one("applied", 1, 2)
+    assert calls == [("a", "applied", 1, 2), ("b", "applied", 1, 2)]
+    only = lambda *a: None  # noqa: E731
+    assert tee(only, None) is only

@@ -1,0 +1,142 @@
+"""Unit tests for plugins/plugin_utils/kustomize.py and how render runs kustomize: kustomizations build from
+their repository alone (no remote bases, resources or files; nothing outside the checkout) unless the
+source allows remote references. Real kubectl kustomize, a real HTTP server on 127.0.0.1."""
+
+import http.server
+import os
+import threading
+
+import pytest
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import kustomize as K
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import render as R
+
+from tests.unit.plugins.plugin_utils.test_render import CM, names, needs_kustomize, render_error, write
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.server.paths.append(self.path)
+        body = self.server.files.get(self.path.split("?")[0])
+        self.send_response(200 if body is not None else 404)
+        self.end_headers()
+        self.wfile.write((body or "").encode())
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def web():
+    """An HTTP server on 127.0.0.1 serving a manifest and a file, recording every request it gets."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.paths = []
+    server.files = {"/cm.yaml": CM.format(name="from-the-network"), "/x.txt": "fetched\n", "/base/kustomization.yaml":
+                    "resources: [cm.yaml]\n"}
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.url = f"http://127.0.0.1:{server.server_address[1]}"
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+#: kustomization.yaml text (``{url}``: the server) -> the field and reference the refusal names
+REMOTE = {
+    "resource": ("resources:\n- {url}/cm.yaml\n", "resources '{url}/cm.yaml'"),
+    "base": ("bases:\n- {url}/base\n", "bases '{url}/base'"),
+    "component": ("components:\n- {url}/component\n", "components '{url}/component'"),
+    "git-resource": ("resources:\n- https://github.com/kubernetes-sigs/kustomize//examples/helloWorld?ref=v3.3.1\n",
+                     "resources 'https://github.com/kubernetes-sigs/kustomize//examples/helloWorld?ref=v3.3.1'"),
+    "github-shorthand": ("resources:\n- github.com/org/repo//deploy?ref=v1\n", "resources 'github.com/org/repo//deploy?ref=v1'"),
+    "scp-like": ("resources:\n- git@github.com:org/repo.git\n", "resources 'git@github.com:org/repo.git'"),
+    "generator-file": ("configMapGenerator:\n- name: gen\n  files:\n  - k={url}/x.txt\n",
+                       "configMapGenerator '{url}/x.txt'"),
+    "generator-file-no-key": ("secretGenerator:\n- name: gen\n  files:\n  - {url}/x.txt\n",
+                              "secretGenerator '{url}/x.txt'"),
+    "generator-envs": ("configMapGenerator:\n- name: gen\n  envs:\n  - {url}/x.txt\n", "configMapGenerator '{url}/x.txt'"),
+    "patch": ("resources: [cm.yaml]\npatches:\n- path: {url}/x.txt\n", "patches '{url}/x.txt'"),
+    "strategic-merge": ("resources: [cm.yaml]\npatchesStrategicMerge:\n- {url}/x.txt\n",
+                        "patchesStrategicMerge '{url}/x.txt'"),
+    "openapi": ("resources: [cm.yaml]\nopenapi:\n  path: {url}/x.txt\n", "openapi '{url}/x.txt'"),
+    "crds": ("resources: [cm.yaml]\ncrds:\n- {url}/x.txt\n", "crds '{url}/x.txt'"),
+    "helm-chart": ("helmCharts:\n- name: redis\n  repo: {url}/charts\n", "helmCharts '{url}/charts'"),
+    "in-a-local-base": ("resources: [local]\n", "resources '{url}/cm.yaml'"),
+}
+
+
+@needs_kustomize
+@pytest.mark.parametrize("case", sorted(REMOTE))
+def test_a_remote_reference_is_refused_before_kustomize_runs(tmp_path, web, case):
+    text, named = REMOTE[case]
+    write(tmp_path, {"repo/app/kustomization.yaml": text.format(url=web.url), "repo/app/cm.yaml": CM.format(name="a"),
+                     "repo/app/local/kustomization.yaml": f"resources:\n- {web.url}/cm.yaml\n"})
+    err = render_error(tmp_path / "repo" / "app", root=str(tmp_path / "repo"))
+    kfile = "app/local/kustomization.yaml" if case == "in-a-local-base" else "app/kustomization.yaml"
+    assert err.path == "app/" and err.problem.startswith(kfile + ": " + named.format(url=web.url)), err.problem
+    assert "is a remote reference (kustomize would fetch it from the network): refused" in err.problem
+    assert "kustomize_remote: true" in err.problem
+    assert web.paths == []  # the server got no request
+
+
+@needs_kustomize
+def test_remote_references_are_fetched_when_the_source_allows_them(tmp_path, web):
+    """The control of the test above: with kustomize_remote, kustomize does fetch them from the server."""
+    write(tmp_path, {"app/kustomization.yaml": REMOTE["resource"][0].format(url=web.url)
+                     + REMOTE["generator-file"][0].format(url=web.url)})
+    manifests = R.render(str(tmp_path / "app"), kustomize_remote=True)
+    assert "from-the-network" in names(manifests) and sorted(web.paths) == ["/cm.yaml", "/x.txt"]
+
+
+@needs_kustomize
+def test_files_outside_the_kustomization_are_refused_by_kustomize_and_outside_the_checkout_by_us(tmp_path):
+    write(tmp_path, {"secret.txt": "controller secret\n",
+                     "repo/shared.txt": "in the repository, outside the kustomization\n",
+                     "repo/app/kustomization.yaml": "configMapGenerator:\n- name: g\n  files:\n  - ../shared.txt\n"})
+    # root only (kustomize's load restrictor, written out): a file above the kustomization is refused by kustomize
+    err = render_error(tmp_path / "repo" / "app", root=str(tmp_path / "repo"))
+    assert "kustomize failed" in err.problem and "shared.txt" in err.problem and "not in or below" in err.problem
+    # outside the checkout: refused before kustomize runs (a relative path, an absolute one, a symlink)
+    for files in (["k=../../secret.txt"], [str(tmp_path / "secret.txt")], ["link.txt"]):
+        write(tmp_path, {"repo/app/kustomization.yaml": "configMapGenerator:\n- name: g\n  files:\n"
+                                                        + "".join(f"  - {f}\n" for f in files)})
+        if files == ["link.txt"]:
+            os.symlink(str(tmp_path / "secret.txt"), str(tmp_path / "repo" / "app" / "link.txt"))
+        err = render_error(tmp_path / "repo" / "app", root=str(tmp_path / "repo"))
+        assert "app/kustomization.yaml: configMapGenerator" in err.problem, err.problem
+        assert "resolves outside the checkout: refused" in err.problem and "controller secret" not in err.problem
+
+
+@needs_kustomize
+def test_the_default_command_writes_the_root_only_load_restrictor_out():
+    assert R.default_kustomize_command()[-1] == "--load-restrictor=LoadRestrictionsRootOnly"
+
+
+@pytest.mark.parametrize("reference, remote", [
+    ("https://example.com/x.yaml", True), ("http://127.0.0.1:8080/x", True), ("ssh://git@host/org/repo", True),
+    ("git::https://host/org/repo", True), ("gh:org/repo", True), ("git@github.com:org/repo", True),
+    ("github.com/org/repo//path", True), ("dev.azure.com/org/proj/_git/repo", True), ("file:///etc", True),
+    ("base", False), ("../base", False), ("overlays/prod", False), ("cm.yaml", False), ("my@file.yaml", False),
+])
+def test_is_remote_as_kustomize_tells_a_remote_reference(reference, remote):
+    assert K.is_remote(reference) is remote
+
+
+def test_references_cover_every_field_that_names_a_path():
+    data = {"resources": ["a", "apiVersion: v1\nkind: X\n"], "bases": ["b"], "components": ["c"], "crds": ["d"],
+            "configurations": ["e"], "generators": ["f"], "transformers": ["g"], "validators": ["h"],
+            "patchesStrategicMerge": ["i", "{inline: patch}"], "patches": [{"path": "j"}, {"patch": "inline"}],
+            "patchesJson6902": [{"path": "k"}], "replacements": [{"path": "l"}], "openapi": {"path": "m"},
+            "configMapGenerator": [{"files": ["n", "key=o"], "envs": ["p"], "env": "q", "literals": ["x=http://y"]}],
+            "secretGenerator": [{"files": ["r"]}], "helmCharts": [{"repo": "s"}, {"name": "local-chart"}],
+            "helmChartInflationGenerator": [{"chartRepoUrl": "t"}], "helmGlobals": {"chartHome": "u"}}
+    refs = sorted(ref for _field, ref, _kind in K.references(data))
+    assert refs == [chr(c) for c in range(ord("a"), ord("v"))]  # inline patches and literals are not references
+
+
+def test_kustomizes_output_is_bounded(tmp_path):
+    fake = tmp_path / "fake-kustomize"
+    fake.write_text("#!/bin/sh\nyes 'a: b' | head -c 100000000\n")
+    fake.chmod(0o755)
+    write(tmp_path, {"k/kustomization.yaml": "resources: []\n"})
+    err = render_error(tmp_path / "k", kustomize=[str(fake)], max_file_size=1000)
+    assert err.problem == "kustomize's output is over the 8000 byte limit (8 times max_file_size): stopped it"
