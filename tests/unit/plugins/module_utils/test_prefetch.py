@@ -2,7 +2,6 @@
 writes plans again on fresh reads; a failure fails the run once (issue 32)."""
 
 import copy
-import socket
 from concurrent.futures import Future
 
 import pytest
@@ -12,16 +11,11 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Dis
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackManager
 from ansible_collections.stacksync.k8s.plugins.module_utils.prefetch import Prefetch, answered, recorded_kinds
 
+from tests.tools.net import closed_port
+
 STACK = "prefetch-test"
 NS = "prefetch-test-ns"
 
-
-def closed_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def dead_client():
