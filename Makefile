@@ -10,6 +10,7 @@
 #   make test-real  conformance + integration suites against a real kube-apiserver
 #                 (started with ../shared/kube/up where that exists, or STACKSYNC_TEST_KUBECONFIG)
 #   make bench    benchmark against kubernetes.core and kubectl (N=1000 by default)
+#   make bench-scale  issue 32, opt-in and long (an hour or more): bench-10k, bench-fleet, bench-stacks in turn
 #   make coverage line coverage of module_utils and plugin_utils by the unit tests alone, per module
 #                 (fails when one is under 80%)
 
@@ -34,7 +35,7 @@ N ?= 1000
 export ANSIBLE_NOCOLOR := 1
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH := false
 
-.PHONY: help venv build install sanity lint ruff unit pytest test test-cores test-matrix demo test-real bench clean publish-check docs changelog integration coverage
+.PHONY: help venv build install sanity lint ruff unit pytest test test-cores test-matrix demo test-real bench bench-10k bench-fleet bench-stacks bench-scale clean publish-check docs changelog integration coverage
 
 help:
 	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
@@ -196,9 +197,33 @@ demo:
 # kubernetes.core. `make bench N=5000`, `make bench BENCH_ARGS="--tools stacksync,kubectl"`.
 BENCH_ARGS ?=
 
+BENCH := STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m tests.bench --ansible-venv $(CURDIR)/$(VENV)
+
 bench: install
 	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m tests.tools.render_bench
-	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m tests.bench --objects $(N) --ansible-venv $(CURDIR)/$(VENV) $(BENCH_ARGS)
+	$(BENCH) --objects $(N) $(BENCH_ARGS)
+
+# Issue 32's scenarios (docs/performance.md, "Ten thousand objects, fifty clusters"), opt-in: each writes its own
+# results file under build/bench. bench-10k: 1,000 and 10,000 objects on fresh real kube-apiservers
+# (../shared/kube/up), stacksync and the playbook against the limit and the peers, 3 rounds; bench-fleet: the sync
+# playbook over 50 clusters x 1,000 objects with 10 forks (simulators, 3 of them real control planes) against
+# kubernetes.core; bench-stacks: 200 stacks of 50 objects, one sources task, against one stack of the same objects.
+bench-10k: install
+	@mkdir -p build/bench
+	$(BENCH) --real --objects 1000,10000 --repeat 3 --tools stacksync,stacksync-role,limit,k8s-list,kubectl \
+	  --scenarios first,noop,check --output build/bench/10k.json $(BENCH_ARGS)
+
+bench-fleet: install
+	@mkdir -p build/bench
+	$(BENCH) --objects 1000 --clusters 50 --real-clusters 3 --forks 10 --repeat 3 --lanes one-at-a-time \
+	  --tools stacksync-role,stacksync,k8s-list --scenarios first,noop --no-profile --output build/bench/fleet.json $(BENCH_ARGS)
+
+bench-stacks: install
+	@mkdir -p build/bench
+	$(BENCH) --real --objects 10000 --stacks 200 --repeat 3 --tools stacksync-stacks,stacksync-role,limit,k8s-list \
+	  --scenarios first,noop --no-profile --output build/bench/stacks.json $(BENCH_ARGS)
+
+bench-scale: bench-10k bench-fleet bench-stacks
 
 # Line coverage of the engine and the controller-side helpers by the unit tests alone (tests/unit), one line
 # per module: each module of plugins/module_utils and plugins/plugin_utils is tested by its own unit test file

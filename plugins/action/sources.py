@@ -26,6 +26,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFai
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import plans
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import rename as rn
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import rendercache as rc
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import summary as report
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.caller import caller_ds
@@ -126,22 +127,34 @@ class ActionModule(ActionBase):
         started = time.monotonic()
         # fetched once per run of this task for every host; a later task (another include of the role, a
         # second play) fetches again, so a play that commits and then syncs sees its commit
+        token = "%s/%s" % (run_token(), self._task._uuid)
         try:
             co = self._checkout(source, params)
         except CheckoutError as e:
             return source, "", None, str(e)
         root = co["dir"]
         src = root if source["path"] == "." else "%s/%s" % (root, source["path"])
+        options = dict(include=source["include"] or None, exclude=source["exclude"] or None,
+                       template_vars=source["vars"] or None, trusted=source["trusted"],
+                       vault_id=source["vault_id"] or [], kustomize_remote=source["kustomize_remote"])
+
+        def render():
+            return render_terms([src], task_vars, self._loader, self._templar, root=root, **options)
+
+        shared = False
         try:
-            resources = render_terms([src], task_vars, self._loader, self._templar, root=root,
-                                     include=source["include"] or None, exclude=source["exclude"] or None,
-                                     template_vars=source["vars"] or None, trusted=source["trusted"],
-                                     vault_id=source["vault_id"] or [], kustomize_remote=source["kustomize_remote"])
+            if len(task_vars.get("ansible_play_hosts_all") or ()) > 1:  # once for every host if it can (rendercache.py)
+                resources, shared = rc.rendered_once(os.path.join(root, ".git"), token,
+                                                     rc.cache_key(token, co["commit"], src, options),
+                                                     lambda: rc.host_independent(src, root), render)
+            else:
+                resources = render()
         except AnsibleError as e:
             return source, co["commit"], None, str(e)
-        display.vv("stacksync [%s] stack %s: %s commit %s, %d objects rendered in %.1f s"
+        display.vv("stacksync [%s] stack %s: %s commit %s, %d objects %s in %.1f s"
                    % (self._host, source["stack"], "fetched" if co["fetched"] else "reused", co["commit"][:12],
-                      len(resources), time.monotonic() - started))
+                      len(resources), "read from this run's render (host-independent)" if shared else "rendered",
+                      time.monotonic() - started))
         return source, co["commit"], resources, None
 
     def _checkout(self, source, params):
@@ -199,6 +212,7 @@ class ActionModule(ActionBase):
         action = self._shared_loader_obj.action_loader.get(
             module, task=task, connection=self._connection, play_context=self._play_context, loader=self._loader,
             templar=self._templar, shared_loader_obj=self._shared_loader_obj)
+        action.rendered_by_caller = isinstance(args.get("resources"), list)  # rendered by _prepare: not copied again
         action.stacksync_progress = announce
         action.stacksync_vocabulary = names  # in the controller's process; a module process speaks the module's
         return action.run(task_vars=task_vars)

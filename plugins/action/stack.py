@@ -20,9 +20,15 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,
     run_stack,
+    start_prefetch,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import spoken
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import StackAction, args_json, validate_args
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import (
+    StackAction,
+    args_json,
+    plain_params,
+    validate_args,
+)
 
 display = Display()
 
@@ -65,11 +71,17 @@ class ActionModule(StackAction):
         args.pop("resources", None)
         return args
 
+    def _prefetch(self, params):
+        """The engine's first reads (discovery, record, lists of the recorded kinds), started before ``src`` is
+        rendered (``module_utils/prefetch.py``); the connection options as the run gets them."""
+        return start_prefetch(plain_params(params))
+
     def _runner(self, params, warn):
         progress = Progress(display.v, interval_from_env(os.environ), prefix="stack %s: " % params["name"])
+        prefetch, self._prefetched = self._prefetched, None  # the run closes it
         # set by the stacksync.k8s.sources action, which runs this one: told of the run's progress too
         progress = tee(progress, getattr(self, "stacksync_progress", None))
         # set by the stacksync.k8s.sources action too: the names of the options in its caller's words
         with spoken(getattr(self, "stacksync_vocabulary", None)):
             return run_stack(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff), warn=warn,
-                             verbosity=display.verbosity, progress=progress)
+                             verbosity=display.verbosity, progress=progress, prefetch=prefetch)

@@ -60,6 +60,7 @@ DEFAULT_RETRY_BUDGET = 20.0
 #: 500 answers that say the request itself is wrong (the same body gets the same answer)
 DETERMINISTIC_500 = ("failed to create typed patch object", "failed to create manager for existing fields",
                      "failed to convert new object")
+_NOT_OFFERED = object()
 
 
 def _deterministic(status, data):
@@ -174,6 +175,7 @@ class KubeClient:
         self._lock = threading.Lock()
         self.counts = {}
         self.sleep = time.sleep
+        self._offers = {}  # requests made ahead (:meth:`offer`)
         # the API server's time: the latest ``Date`` header of its answers (seconds since the epoch), for the prune
         # grace period (.grace), which never reads the controller's clock
         self.server_time = None
@@ -234,7 +236,7 @@ class KubeClient:
             decoded = {}
             if resp.data:
                 try:
-                    decoded = json.loads(resp.data.decode("utf-8"))
+                    decoded = json.loads(resp.data)  # bytes: no copy as a str first
                 except (ValueError, UnicodeDecodeError):
                     raise ApiError(status, "BadResponse", "response is not JSON", None, method, path) from None
             return (status, decoded) if with_status else decoded
@@ -257,21 +259,38 @@ class KubeClient:
 
     def _pause(self, attempt, retry_after):
         delay = None
-        if retry_after:
-            try:
-                delay = float(retry_after)
-            except ValueError:
-                delay = None
+        with contextlib.suppress(TypeError, ValueError):
+            delay = float(retry_after) if retry_after else None
         if delay is None:
-            delay = self.backoff * (2 ** (attempt - 1))
-            delay = delay * (0.5 + random.random() / 2)
+            delay = self.backoff * (2 ** (attempt - 1)) * (0.5 + random.random() / 2)
         self.sleep(min(max(delay, 0.0), self.max_backoff))
 
     # -- verbs ------------------------------------------------------------------------------
+    def offer(self, key, future):
+        """An answer read ahead (:mod:`.prefetch`): the next :meth:`list` or :meth:`get_or_none` with ``key``
+        (``("list", path, label_selector, limit)`` or ``("get", path)``) takes ``future``'s result (or ApiError) once."""
+        with self._lock:
+            self._offers[key] = future
+
+    def _offered(self, key):
+        with self._lock:
+            future = self._offers.pop(key, None) if self._offers else None
+        try:
+            return _NOT_OFFERED if future is None else future.result()
+        except ApiError:  # the server's answer: as if asked now
+            raise
+        except Exception:  # a fault of the read ahead: asked again
+            return _NOT_OFFERED
+
     def get(self, path, params=None):
         return self.request("GET", path, params=params)
 
     def get_or_none(self, path):
+        offered = self._offered(("get", path))
+        return self.get_now(path) if offered is _NOT_OFFERED else offered
+
+    def get_now(self, path):
+        """:meth:`get_or_none` from the server, whatever was offered."""
         try:
             return self.get(path)
         except ApiError as e:
@@ -281,10 +300,12 @@ class KubeClient:
 
     def list(self, path, label_selector=None, limit=500):
         """All items of a collection (follows ``continue``); items get ``apiVersion``/``kind`` set."""
-        items = []
-        for page in self.pages(path, label_selector, limit):
-            items.extend(page)
-        return items
+        offered = self._offered(("list", path, label_selector, limit))
+        return self.list_now(path, label_selector, limit) if offered is _NOT_OFFERED else offered
+
+    def list_now(self, path, label_selector=None, limit=500):
+        """:meth:`list` from the server, whatever was offered."""
+        return [item for page in self.pages(path, label_selector, limit) for item in page]
 
     def pages(self, path, label_selector=None, limit=500):
         """The items of a collection page by page (a generator: stop early to read no further pages)."""

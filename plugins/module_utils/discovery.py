@@ -171,6 +171,7 @@ class Discovery:
         self.ttl = ttl
         self._map = executor_map
         self._index = None
+        self._failure = None  # an error of reading the index, raised by the next read (failed_with)
         self.fetches = 0
         self.from_cache = False  # the index in use was read from the disk cache
 
@@ -261,8 +262,16 @@ class Discovery:
                 failed.add(problem)
         return DiscoveryIndex(resources, failed)
 
+    def failed_with(self, error):
+        """Reading the index failed with ``error`` (:mod:`.prefetch`): the next read of :attr:`index` raises it again
+        instead of asking the server, so a server that does not answer fails the run once, not twice."""
+        self._failure = error
+
     @property
     def index(self):
+        if self._index is None and self._failure is not None:
+            error, self._failure = self._failure, None
+            raise error
         if self._index is None:
             self._index = self._load_cache()
             self.from_cache = self._index is not None

@@ -106,11 +106,12 @@ def lost(manifest, live, field_manager, found=None):
     return [".".join(p) for p in walk.unowned(manifest, fields)]
 
 
-def drift(manifest, live, field_manager, patterns, take_over=True):
+def drift(manifest, live, field_manager, patterns, take_over=True, found=None):
     """What of ``live`` an apply of ``manifest`` would change: ``[{"manager", "operation", "fields"}]``
-    (empty: nothing). ``take_over=False`` (the merge policy): others' fields are not drift."""
+    (empty: nothing). ``take_over=False`` (the merge policy): others' fields are not drift. ``found``: the
+    object's :func:`entries`, when the caller has them already."""
+    live_entries = entries(live) if found is None else found
     found = []
-    live_entries = entries(live)
     if take_over:
         found.extend(_taken_report(e) for e in to_take(live, field_manager, patterns, live_entries))
     missing = lost(manifest, live, field_manager, live_entries)

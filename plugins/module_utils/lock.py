@@ -36,7 +36,7 @@ OUTLIVED_FRACTION = 0.9
 
 
 def _micro(ts):
-    return datetime.datetime.utcfromtimestamp(ts).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _parse_micro(text):

@@ -179,14 +179,22 @@ def resolve_identity(manifest, info, default_namespace):
     return ObjectId(info.group, info.kind, ns, meta["name"]), warning
 
 
+_NOT_COVERED = frozenset((*SERVER_METADATA, "namespace"))
+_SERVER_METADATA = frozenset(SERVER_METADATA)
+_STAMPED = frozenset(STAMPED_KEYS)
+
+
 def canonical(manifest):
     """The part of a manifest its checksum covers (a new dict; the input is not changed)."""
-    out = dict((k, v) for k, v in manifest.items() if k != "status")
+    out = dict(manifest)
+    out.pop("status", None)
     meta = dict(out.get("metadata") or {})
-    for key in (*SERVER_METADATA, "namespace"):
-        meta.pop(key, None)
+    for key in _NOT_COVERED.intersection(meta):
+        del meta[key]
     for field in ("labels", "annotations"):
-        values = dict((k, v) for k, v in (meta.get(field) or {}).items() if k not in STAMPED_KEYS)
+        values = meta.get(field)
+        if values and not _STAMPED.isdisjoint(values):
+            values = dict((k, v) for k, v in values.items() if k not in _STAMPED)
         if values:
             meta[field] = values
         else:
@@ -195,13 +203,41 @@ def canonical(manifest):
     return out
 
 
-def checksum(manifest, oid, key=None):
-    """``sha256:<hex>`` of the canonical form + identity; ``hmac-sha256:<hex>`` when ``key`` is given."""
-    payload = json.dumps({"identity": list(oid), "object": canonical(manifest)}, sort_keys=True,
-                         separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+def checksum_payload(manifest, oid):
+    """What :func:`checksum` hashes: the canonical form + identity as JSON (a str)."""
+    return json.dumps({"identity": list(oid), "object": canonical(manifest)}, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False)
+
+
+def checksum_of(payload, key=None):
+    """:func:`checksum` of a :func:`checksum_payload`."""
+    payload = payload.encode("utf-8")
     if key is not None:
         return "hmac-sha256:" + hmac.new(key, payload, hashlib.sha256).hexdigest()
     return "sha256:" + hashlib.sha256(payload).hexdigest()
+
+
+def checksum(manifest, oid, key=None):
+    """``sha256:<hex>`` of the canonical form + identity; ``hmac-sha256:<hex>`` when ``key`` is given."""
+    return checksum_of(checksum_payload(manifest, oid), key)
+
+
+#: a character of the payload (JSON without ASCII escapes) is at most this many bytes of ASCII JSON (a
+#: character outside the BMP becomes a pair of ``\uXXXX`` escapes)
+ASCII_JSON_FACTOR = 12
+
+
+def sent_size_bound(manifest, payload):
+    """An upper bound of the bytes of ``manifest`` as the client sends it (ASCII JSON, not stamped yet) from its
+    :func:`checksum_payload`, or None when the payload leaves out something the request carries: ``status``, the
+    server's metadata, values under the stamped keys (the namespace is counted apart)."""
+    meta = manifest.get("metadata") or {}
+    if "status" in manifest or not _SERVER_METADATA.isdisjoint(meta):
+        return None
+    for field in ("labels", "annotations"):
+        if not _STAMPED.isdisjoint(meta.get(field) or ()):
+            return None
+    return ASCII_JSON_FACTOR * (len(payload) + len(str(meta.get("namespace") or ""))) + 64
 
 
 def stack_checksum(checksums):
@@ -221,15 +257,16 @@ def owner_mark(stack, oid):
 
 
 def stamp(manifest, stack, oid, digest):
-    """Add the stack label, checksum and owner mark to ``manifest`` (in place) and return it."""
+    """Add the stack label, checksum and owner mark to ``manifest`` (in place) and return it. Its ``labels`` and
+    ``annotations`` maps are changed in place too: :func:`strip_source` made them the manifest's own."""
     meta = manifest.setdefault("metadata", {})
-    labels = dict(meta.get("labels") or {})
-    labels[STACK_LABEL] = stack
-    meta["labels"] = labels
-    annotations = dict(meta.get("annotations") or {})
-    annotations[CHECKSUM_ANNOTATION] = digest
-    annotations[OWNER_ANNOTATION] = owner_mark(stack, oid)
-    meta["annotations"] = annotations
+    if not isinstance(meta.get("labels"), dict):
+        meta["labels"] = {}
+    meta["labels"][STACK_LABEL] = stack
+    if not isinstance(meta.get("annotations"), dict):
+        meta["annotations"] = {}
+    meta["annotations"][CHECKSUM_ANNOTATION] = digest
+    meta["annotations"][OWNER_ANNOTATION] = owner_mark(stack, oid)
     return manifest
 
 

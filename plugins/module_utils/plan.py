@@ -26,7 +26,6 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
     live_api_version,
     owned_by,
     prune_disabled,
-    ssa_policy,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 
@@ -278,9 +277,10 @@ def in_sync_by_ownership(d, live, field_manager, patterns):
     without managedFields (very old servers) fall back to comparing values."""
     if annotation(live, CHECKSUM_ANNOTATION) != annotation(d.manifest, CHECKSUM_ANNOTATION):
         return False
-    if not drift_entries(live):
+    found = drift_entries(live)
+    if not found:
         return in_sync(d.manifest, live, CHECKSUM_ANNOTATION)
-    d.drift = drift_of(d.manifest, live, field_manager, patterns, take_over=ssa_policy(d.manifest) != "merge")
+    d.drift = drift_of(d.manifest, live, field_manager, patterns, take_over=d.policy != "merge", found=found)
     return not d.drift
 
 
@@ -291,8 +291,9 @@ def apply_plan(desired, ours, field_manager, patterns):
     annotation, or ``if-not-present`` for an object that exists)."""
     to_apply, unchanged, ignored = [], [], []
     for d in desired:
-        live = ours.get(d.oid, (None, None))[1]
-        if d.ignored or (live is not None and is_ignored(live)) or (live is not None and ssa_policy(d.manifest) == "if-not-present"):
+        live = ours.get(d.oid)
+        live = live[1] if live is not None else None
+        if d.ignored or (live is not None and (d.policy == "if-not-present" or is_ignored(live))):
             ignored.append(d)
         elif live is not None and in_sync_by_ownership(d, live, field_manager, patterns):
             unchanged.append(d)

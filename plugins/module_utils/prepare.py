@@ -19,12 +19,15 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Res
 from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import split_api_version
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import (
-    checksum,
+    checksum_of,
+    checksum_payload,
     is_ignored,
     is_secret,
     label,
     normalize_secret,
     resolve_identity,
+    sent_size_bound,
+    ssa_policy,
     stamp,
     strip_source,
     wants_recreate,
@@ -61,18 +64,23 @@ class Desired:
         "info",
         "manifest",
         "oid",
+        "payload",
+        "policy",
         "record_namespace",
         "recreate",
         "source",
     )
 
-    def __init__(self, oid, info, manifest, index, from_crd=False, source=None, record_namespace=None):
+    def __init__(self, oid, info, manifest, index, from_crd=False, source=None, payload=None, record_namespace=None):
         self.oid = oid
         self.info = info
         self.manifest = manifest
         self.checksum = None
-        self.ignored = is_ignored(manifest)
-        self.recreate = wants_recreate(manifest)
+        self.payload = payload  # checksum_payload of the prepared manifest, until stamp_all hashes it
+        annotated = bool((manifest.get("metadata") or {}).get("annotations"))  # most manifests have none
+        self.policy = ssa_policy(manifest) if annotated else None  # the stacksync.io/ssa annotation
+        self.ignored = is_ignored(manifest) if annotated else False
+        self.recreate = wants_recreate(manifest) if annotated else False
         self.index = index
         self.from_crd = from_crd
         self.source = source  # the lookup's "path#document", for messages (the annotation is stripped)
@@ -148,17 +156,19 @@ def record_namespaces(opts):
 
 
 def _problem(m, oid, known):
-    """Why a resolved manifest cannot be applied (None if it can); Secrets are normalised on the way.
-    ``known``: the record namespaces the run knows of (any stack's state in them is refused)."""
+    """``(why a resolved manifest cannot be applied or None, its checksum_payload)``; Secrets are normalised on the
+    way. ``known``: the record namespaces the run knows of (any stack's state in them is refused)."""
     if is_state_object(oid, known) or label(m, RECORD_LABEL) is not None:
         return ("this is (or could be) the state of a stack -- its record, key or Lease in a record namespace (%s), "
-                "named stacksync-*, or labelled %s -- and manifests may not declare it" % (", ".join(known), RECORD_LABEL))
+                "named stacksync-*, or labelled %s -- and manifests may not declare it"
+                % (", ".join(known), RECORD_LABEL)), None
     if is_secret(oid):
         shape = secret_shape_problem(m)
         if shape:
-            return shape
+            return shape, None
         normalize_secret(m)
-    return size_problem(m, oid)
+    payload = checksum_payload(m, oid)  # what stamp_all hashes; its length bounds the request's (no second encoding)
+    return size_problem(m, oid, sent_size_bound(m, payload)), payload
 
 
 def _described(m, namespace, i, src):
@@ -195,11 +205,11 @@ def prepare(resources, discovery, opts, warn):
             errors.append("duplicate object %s (%s and %s)" % (oid, origin(*seen[oid]), origin(i, src)))
             continue
         seen[oid] = (i, src)
-        problem = _problem(m, oid, known)
+        problem, payload = _problem(m, oid, known)
         if problem:
             errors.append("%s: %s" % (_described(m, given_namespace, i, src), problem))
             continue
-        desired.append(Desired(oid, info, m, i, from_crd, src, record_namespace=known[0]))
+        desired.append(Desired(oid, info, m, i, from_crd, src, payload, record_namespace=known[0]))
     errors.extend(confinement_problems(desired, getattr(opts, "policy", None)))  # resolved identities, before any write
     if errors:
         raise PrepareError("cannot sync stack %r: %s" % (opts.stack, "; ".join(errors[:20])))
@@ -211,10 +221,9 @@ def stamp_all(desired, stack, key):
     """Compute checksums and stamp our metadata (Secrets keyed; without a key they never match live), with
     the record namespace that tells the stack from others of its name (left out of the checksum, like the label)."""
     for d in desired:
-        if is_secret(d.oid):
-            d.checksum = checksum(d.manifest, d.oid, key or NO_KEY)
-        else:
-            d.checksum = checksum(d.manifest, d.oid)
+        payload = d.payload if d.payload is not None else checksum_payload(d.manifest, d.oid)
+        d.payload = None  # the stamps are not in it, but a Secret may be stamped again (a new key): made again then
+        d.checksum = checksum_of(payload, (key or NO_KEY) if is_secret(d.oid) else None)
         stamp(d.manifest, stack, d.oid, d.checksum)
         if d.record_namespace:
             d.manifest["metadata"]["annotations"][RECORD_NAMESPACE_ANNOTATION] = d.record_namespace

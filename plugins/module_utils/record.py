@@ -97,7 +97,7 @@ def is_unbound(obj):
 
 
 def now_rfc3339():
-    return datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class RecordError(Exception):

@@ -31,6 +31,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.manager import Stack
 from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan import prune_limit
 from ansible_collections.stacksync.k8s.plugins.module_utils.plan_file import document, stack_entry
+from ansible_collections.stacksync.k8s.plugins.module_utils.prefetch import Prefetch
 from ansible_collections.stacksync.k8s.plugins.module_utils.stack_spec import stack_spec
 from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
@@ -122,40 +123,79 @@ def plan_of(manager, opts, params, warn):
     return doc
 
 
-def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, progress=None):
+def _prefetch(client, context_namespace, params):
+    prefetch = Prefetch(client, params["name"], params["record_namespace"], params.get("discovery_cache_dir"),
+                        params["concurrency"])
+    prefetch.context_namespace = context_namespace
+    return prefetch
+
+
+def start_prefetch(params):
+    """The reads ahead (:class:`.prefetch.Prefetch`) of the run of validated ``params``, started now (before the
+    manifests are rendered, :meth:`run_stack` takes them); None when there is nothing to read ahead or no client
+    can be built (the run then says why)."""
+    if params.get("state") == "absent" or (params.get("concurrency") or 0) < 1:
+        return None
+    try:
+        client, context_namespace = build_client(params, maxsize=params["concurrency"])
+    except Exception:  # pylint: disable=broad-except
+        return None
+    return _prefetch(client, context_namespace, params)
+
+
+def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, progress=None, prefetch=None):
     """Converge the stack described by validated ``params``; its return values.
 
     ``warn(message)`` receives each warning (``module.warn`` in the module); ``verbosity`` is Ansible's
     (with 2 or more, diffs show created and pruned objects whole); ``progress(verb, done, total)`` is
-    called as objects are applied, pruned and waited for (see :mod:`.progress`). Raises
-    :class:`RunFailed` (with the return values known so far) when the run fails. Its messages name the options
-    in the words the caller set (:func:`.vocabulary.spoken`), else as the module's options.
+    called as objects are applied, pruned and waited for (see :mod:`.progress`); ``prefetch`` the reads
+    ahead of :func:`start_prefetch` (else they start here, while the manifests are read and prepared).
+    Raises :class:`RunFailed` (with the return values known so far) when the run fails. Its messages name the
+    options in the words the caller set (:func:`.vocabulary.spoken`), else as the module's options.
     """
-    warn = warn or (lambda message: None)
-    flags = dict(CLIENT_REQUIREMENTS)
-    if params["wait_condition"]:
-        flags["jmespath"] = (HAS_JMESPATH, JMESPATH_IMPORT_ERROR)
-    problem = missing_requirement(flags)
-    if problem:
-        raise RunFailed(problem[0], dict(exception=problem[1]))
-    if params.get("src"):
-        raise RunFailed("src is rendered on the controller by the stacksync.k8s.stack action plugin; "
-                        "this module was run without it (pass the manifests in resources instead)", {})
+    try:
+        warn = warn or (lambda message: None)
+        flags = dict(CLIENT_REQUIREMENTS)
+        if params["wait_condition"]:
+            flags["jmespath"] = (HAS_JMESPATH, JMESPATH_IMPORT_ERROR)
+        problem = missing_requirement(flags)
+        if problem:
+            raise RunFailed(problem[0], dict(exception=problem[1]))
+        if params.get("src"):
+            raise RunFailed("src is rendered on the controller by the stacksync.k8s.stack action plugin; "
+                            "this module was run without it (pass the manifests in resources instead)", {})
+        if params["concurrency"] < 1:
+            raise RunFailed("%s must be at least 1" % option("concurrency"), {})
+        if prefetch is None:
+            try:
+                client, context_namespace = build_client(params, maxsize=params["concurrency"])
+            except AuthError as e:
+                raise RunFailed(str(e), {}) from None
+            if params["state"] != "absent":  # read ahead while the manifests are read and prepared
+                prefetch = _prefetch(client, context_namespace, params)
+        else:
+            client, context_namespace = prefetch.client, prefetch.context_namespace
+        return _converge(params, client, context_namespace, prefetch, check_mode, diff, warn, verbosity, progress)
+    finally:
+        if prefetch is not None:
+            prefetch.close()
+
+
+def _converge(params, client, context_namespace, prefetch, check_mode, diff, warn, verbosity, progress):
+    """:func:`run_stack` once the client is built."""
     if params.get("resources_file") and params["state"] != "absent":
         # set by the action plugin for a module process (or by the user); the invocation then lists them
         params["resources"] = read_resources_file(params["resources_file"])
-    if params["concurrency"] < 1:
-        raise RunFailed("%s must be at least 1" % option("concurrency"), {})
     params["approved_plan"] = read_plan(params.get("approved_plan"))
     params["emit_plan"] = bool(check_mode and (params.get("emit_plan") or params.get("plan_file")))
     try:
-        client, context_namespace = build_client(params, maxsize=params["concurrency"])
-    except AuthError as e:
-        raise RunFailed(str(e), {}) from None
-    try:
         # whole bodies of created and pruned objects in diffs only with -vv
         opts = options_from_params(params, context_namespace, check_mode=check_mode, diff=diff, diff_full=verbosity >= 2)
-        manager = StackManager(client, params["name"], opts=opts, progress=progress)
+        discovery = None
+        if prefetch is not None:
+            prefetch.ready()  # from here on the engine may use its discovery
+            discovery = prefetch.discovery
+        manager = StackManager(client, params["name"], opts=opts, progress=progress, discovery=discovery)
         changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
     except (StackError, OptionError) as e:
         changeset = getattr(e, "changeset", None)

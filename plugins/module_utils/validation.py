@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import functools
 import json
 import re
 
@@ -30,6 +31,9 @@ DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0
 
 
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+KIND_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
 #: Kinds whose names the API server validates only as path segments (no '/', '%', '.', '..'):
@@ -62,12 +66,26 @@ class ManifestError(ValueError):
     """A manifest is invalid; the message names it."""
 
 
+#: label keys and values checked, remembered: thousands of manifests carry the same few
+CHECKED_CACHE = 1 << 14
+
+
 def valid_label_value(value):
-    return isinstance(value, str) and len(value) <= 63 and bool(LABEL_VALUE_RE.fullmatch(value))
+    return isinstance(value, str) and _valid_label_value(value)
+
+
+@functools.lru_cache(maxsize=CHECKED_CACHE)
+def _valid_label_value(value):
+    return len(value) <= 63 and bool(LABEL_VALUE_RE.fullmatch(value))
 
 
 def valid_label_key(key):
-    if not isinstance(key, str) or not key:
+    return isinstance(key, str) and _valid_label_key(key)
+
+
+@functools.lru_cache(maxsize=CHECKED_CACHE)
+def _valid_label_key(key):
+    if not key:
         return False
     prefix, _sep, name = key.rpartition("/")
     if prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN_RE.fullmatch(prefix)):
@@ -143,8 +161,18 @@ NOT_AN_OBJECT = ("not a Kubernetes object (no apiVersion and no kind): leave out
                  "(the manifests lookup's option exclude)")
 
 
+@functools.lru_cache(maxsize=CHECKED_CACHE)
+def _valid_type(api_version, kind):
+    """A well-formed ``apiVersion`` and ``kind`` (both non-empty strings)."""
+    return api_version.count("/") <= 1 and bool(KIND_RE.fullmatch(kind))
+
+
 def _type_problem(manifest):
     """Why ``apiVersion`` / ``kind`` are missing or malformed, or None."""
+    api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+    if (type(api_version) is str and type(kind) is str and api_version and kind and _valid_type(api_version, kind)
+            and not is_list_kind(manifest)):
+        return None  # the common case, decided once per apiVersion and kind
     if manifest.get("apiVersion") in (None, "") and manifest.get("kind") in (None, ""):
         return NOT_AN_OBJECT
     for field in ("apiVersion", "kind"):
@@ -155,7 +183,7 @@ def _type_problem(manifest):
             return "%s must be a string, got %s" % (field, type_name(value))
     if manifest["apiVersion"].count("/") > 1:
         return "invalid apiVersion %r: must be a string like 'v1' or 'apps/v1'" % manifest["apiVersion"]
-    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", manifest["kind"]):
+    if not KIND_RE.fullmatch(manifest["kind"]):
         return "invalid kind %r: must be a string of letters and digits, starting with a letter" % manifest["kind"]
     if is_list_kind(manifest):
         return "List objects are not supported; give the items as separate resources"
@@ -250,16 +278,19 @@ def data_size(manifest, oid):
     return total
 
 
-def size_problem(manifest, oid):
+def size_problem(manifest, oid, bound=None):
     """Why the API server would refuse ``manifest`` for its size (checked before any write), or None.
 
     ``manifest`` is the prepared object (namespace resolved, Secret ``stringData`` folded into
-    ``data``), serialized as the client sends it.
+    ``data``), serialized as the client sends it. ``bound``: an upper bound of that size known already
+    (:func:`.objects.sent_size_bound`); an object surely below the limits is not serialized again.
     """
     data = data_size(manifest, oid)
     if data is not None and data > MAX_DATA_BYTES:
         return ("%s data is too large: %d bytes, the API server allows at most %d bytes (\"Too long: may not be "
                 "more than %d bytes\")" % (oid.kind, data, MAX_DATA_BYTES, MAX_DATA_BYTES))
+    if bound is not None and bound + STAMP_ALLOWANCE <= MAX_OBJECT_BYTES:
+        return None
     # the request body as the client sends it (ASCII JSON: non-ASCII characters escaped)
     sent = len(json.dumps(manifest, separators=(",", ":"))) + STAMP_ALLOWANCE
     if sent > MAX_REQUEST_BYTES:

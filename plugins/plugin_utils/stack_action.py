@@ -61,6 +61,11 @@ def args_json(value):
         return json.dumps(value, cls=ARGS_ENCODER, separators=(",", ":"))
 
 
+def plain_params(params):
+    """The parameters but the manifests (``resources``, ``src``, ``render``) as plain values, as a module gets them."""
+    return json.loads(args_json(dict((k, v) for k, v in params.items() if k not in ("resources", "src", "render"))))
+
+
 def validation_message(validated, module):
     """The message AnsibleModule ``module`` would fail with for a failed validation, or None."""
     if not validated.error_messages:
@@ -91,16 +96,24 @@ def validate_args(args, argument_spec, mutually_exclusive=None):
     return validated
 
 
-def run_in_process(runner, params, validated, argument_spec):
+def run_in_process(runner, params, validated, argument_spec, rendered=False):
     """A module's result computed in this process: same checks, warnings, invocation and no_log masking.
 
     :param runner: ``runner(params, warn)``, the module's run (its return values; raises :class:`.runner.RunFailed`).
     :param params: the validated parameters (``src`` already rendered into ``resources``).
     :param validated: the ``ValidationResult`` they come from (alias warnings, no_log values).
     :param argument_spec: the module's spec (the invocation lists ``resources`` by identity, as the module does).
+    :param rendered: ``resources`` were rendered from ``src`` by this task (or by the ``stacksync.k8s.sources`` task
+        that runs it): plain values already (the render gives only JSON values, never tagged ones), the task's own,
+        so not copied again.
     """
     # plain values, as a module process would receive them (ansible-core 2.19 tags templated values)
-    params = json.loads(args_json(params))
+    if rendered:
+        resources = params.get("resources")
+        params = plain_params(params)
+        params["resources"] = resources
+    else:
+        params = json.loads(args_json(params))
     warnings = ["Both option %s and its alias %s are set." % (w["option"], w["alias"])
                 for w in getattr(validated, "_warnings", [])]
     no_log_values = set(getattr(validated, "_no_log_values", set())) | credential_values(params)
@@ -126,6 +139,8 @@ class StackAction(ActionBase):
     MODULE = None
     ARGUMENT_SPEC = None
     MUTUALLY_EXCLUSIVE = None
+    #: ``resources`` were rendered by the action that runs this one (``stacksync.k8s.sources``): plain values, its own
+    rendered_by_caller = False
 
     TRANSFERS_FILES = False
     _supports_check_mode = True
@@ -143,15 +158,23 @@ class StackAction(ActionBase):
             return result
         params = validated.validated_parameters
         try:
-            self._render_src(args, params, task_vars)
-        except AnsibleError as e:
-            result.update(failed=True, msg=str(e))
-            return result
-
-        try:
             reasons = self._module_process_reasons(task_vars)
         except TypeError as e:
             result.update(failed=True, msg="stacksync_in_process: %s" % e)
+            return result
+        self._prefetched = None if reasons else self._prefetch(params)  # reads ahead while src is rendered
+        try:
+            return self._run_task(result, args, params, validated, reasons, task_vars)
+        finally:
+            if self._prefetched is not None:
+                self._prefetched.close()
+
+    def _run_task(self, result, args, params, validated, reasons, task_vars):
+        """:meth:`run` once the arguments are valid and where the module runs is known."""
+        try:
+            self._render_src(args, params, task_vars)
+        except AnsibleError as e:
+            result.update(failed=True, msg=str(e))
             return result
         if reasons:
             display.vvv("%s: running as a module process (%s)" % (self.MODULE, "; ".join(reasons)),
@@ -175,15 +198,21 @@ class StackAction(ActionBase):
         """The module's run on validated ``params`` (see :func:`run_in_process`)."""
         raise NotImplementedError
 
+    def _prefetch(self, params):
+        """What the run in this process may read ahead while ``src`` is rendered (an object with ``close()``), or None."""
+        return None
+
     def _module_args(self, args, params):
         """The module process's arguments (``args`` with ``src`` rendered into ``resources``)."""
         return args
 
     def _render_src(self, args, params, task_vars):
         """Replace ``src`` (and ``render``) of ``args`` and ``params`` with the manifests it renders to, if given."""
+        self._rendered = self.rendered_by_caller
         if params.get("src") is None:
             return
         resources = self._render(params["src"], params.get("render") or {}, task_vars)
+        self._rendered = True
         params["resources"] = resources
         for name in ("src", "render"):
             args.pop(name, None)
@@ -231,4 +260,4 @@ class StackAction(ActionBase):
 
     def _run_in_process(self, params, validated):
         """The module's result, computed here (see :func:`run_in_process`)."""
-        return run_in_process(self._runner, params, validated, self.ARGUMENT_SPEC)
+        return run_in_process(self._runner, params, validated, self.ARGUMENT_SPEC, rendered=self._rendered)

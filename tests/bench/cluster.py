@@ -56,6 +56,8 @@ UNCOUNTED = "legacy discovery (/api, /apis as plain JSON, /api/v1, /apis/<group>
 # stacksync's records (ConfigMap, Secret, Lease in kube-system) of the stacks the benchmark uses
 RECORD_LABEL = "stacksync.io/record-of"
 BENCH_STACKS = ("bench", "bench-role", "bench-profile")
+#: ... and of the stacks of ``--stacks`` (``bench-000`` ...)
+BENCH_STACK = re.compile(r"^bench-[0-9]{3}$")
 
 
 class SimulatorBackend:
@@ -106,12 +108,23 @@ class Fleet:
             c.reset()
 
     def counts(self):
-        verbs, resources = collections.Counter(), collections.Counter()
+        verbs, resources, system = collections.Counter(), collections.Counter(), collections.Counter()
+        out = {}
         for c in self.clusters:
             counts = c.counts()
             verbs.update(counts["verbs"])
             resources.update(counts["resources"])
-        return {"verbs": dict(sorted(verbs.items())), "resources": dict(sorted(resources.items()))}
+            system.update(counts.get("system") or {})
+            for key in ("server_cpu_seconds", "system_total"):  # real control planes: summed over the fleet
+                if key in counts:
+                    out[key] = round(out.get(key, 0) + counts[key], 2)
+        out.update(verbs=dict(sorted(verbs.items())), resources=dict(sorted(resources.items())))
+        if "system_total" in out:
+            out["system"] = dict(sorted(system.items()))
+        return out
+
+    def version(self):
+        return self.clusters[0].version()
 
 
 def _kubectl(kubeconfig, env, *args, timeout=600, check=True):
@@ -289,10 +302,21 @@ def cleanup(kubeconfig, env, log):
         ("delete", "-n", "kube-system", "configmaps,secrets,leases.coordination.k8s.io",
          "-l", f"{RECORD_LABEL} in ({','.join(BENCH_STACKS)})"),
     ]
+    many = stack_records(json.loads(_kubectl(kubeconfig, env, "get", "-n", "kube-system", "configmaps,secrets,leases.coordination.k8s.io",
+                                             "-l", RECORD_LABEL, "-o", "json").stdout)["items"])
+    if many:
+        steps.append(("delete", "-n", "kube-system", *many))
     with open(log, "a") as out:
         for step in steps:
             proc = _kubectl(kubeconfig, env, *step, "--ignore-not-found", "--wait", "--timeout", "600s", timeout=900)
             out.write(f"$ kubectl {shlex.join(step)}\n{proc.stdout}{proc.stderr}")
+
+
+def stack_records(items):
+    """``["configmap/NAME", ...]``: the records, keys and Leases among ``items`` of the ``--stacks`` stacks."""
+    kinds = {"ConfigMap": "configmap", "Secret": "secret", "Lease": "lease.coordination.k8s.io"}
+    return sorted(f"{kinds[i['kind']]}/{i['metadata']['name']}" for i in items if i.get("kind") in kinds
+                  and BENCH_STACK.match((i["metadata"].get("labels") or {}).get(RECORD_LABEL, "")))
 
 
 def preflight(kubeconfig, env):

@@ -146,9 +146,10 @@ def _cluster_rbac():
 
 
 class Entry:
-    """One object of the generated repo: its file, its builder inputs, its revision."""
+    """One object of the generated repo: its file, its builder inputs, its revision (and its stack, with
+    :func:`split_stacks`)."""
 
-    __slots__ = ("build", "kind", "name", "namespace", "path", "rev")
+    __slots__ = ("build", "kind", "name", "namespace", "path", "rev", "stack")
 
     def __init__(self, path, kind, name, namespace, build):
         self.path = path
@@ -157,6 +158,7 @@ class Entry:
         self.namespace = namespace
         self.build = build
         self.rev = 0
+        self.stack = None
 
     def manifest(self):
         return self.build(self.name, self.namespace, self.rev)
@@ -186,6 +188,23 @@ def generate(n):
         kind = MIX[(i // len(namespaces)) % len(MIX)]
         name = f"{kind.lower()}-{i:05d}"
         entries.append(Entry(f"{ns}/{name}.yaml", kind, name, ns, BUILDERS[kind]))
+    return entries
+
+
+def stack_dir(index):
+    """The directory of stack ``index`` in a repository split by :func:`split_stacks`."""
+    return f"stack-{index:03d}"
+
+
+def split_stacks(entries, stacks):
+    """Spread ``entries`` over ``stacks`` directories of (nearly) equal size, in order: the cluster-wide
+    prerequisites (namespaces, the CRD, cluster RBAC) come first, so they are in the first stack, which the
+    sources sync applies first. Each entry's file moves to ``stack-NNN/``; returns the entries."""
+    if stacks < 1 or stacks > len(entries):
+        raise ValueError(f"cannot split {len(entries)} objects into {stacks} stacks")
+    for i, entry in enumerate(entries):
+        entry.stack = i * stacks // len(entries)
+        entry.path = f"{stack_dir(entry.stack)}/{entry.path}"
     return entries
 
 

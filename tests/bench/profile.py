@@ -89,16 +89,18 @@ def _import_seconds(bin_dir, env):
     return round(time.monotonic() - start, 2)
 
 
-def profile(args, workdir, bin_dir, env_for):
-    """The profile section of the results (``env_for(home, kubeconfig)`` gives a run's environment)."""
+def profile(args, workdir, bin_dir, env_for, objects=None):
+    """The profile section of the results for ``objects`` (default ``args.objects``; ``env_for(home, kubeconfig)``
+    gives a run's environment)."""
+    objects = objects or args.objects
     base = workdir / "profile"
     (base / "home").mkdir(parents=True)
     repo = Repo(base / "repo")
-    repo.write(manifests.generate(args.objects), "profile")
+    repo.write(manifests.generate(objects), "profile")
     env = env_for(base / "home", base / "kubeconfig")  # also puts the collection on sys.path
     from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import render
 
-    out = dict(objects=args.objects)
+    out = dict(objects=objects)
     empty = measure.run([str(bin_dir / "ansible-playbook"), str(PLAYBOOKS / "empty.yml")], env, base / "empty.log")
     rendered = measure.run([str(bin_dir / "ansible-playbook"), str(PLAYBOOKS / "render.yml"), "-e",
                             json.dumps({"bench_repo": str(repo.path)})], env, base / "render.log")

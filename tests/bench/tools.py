@@ -31,6 +31,10 @@ class Context:
         self.concurrency = concurrency
         self.inventory = None  # several clusters (--clusters): an inventory with a host per cluster
         self.forks = None
+        self.stacks = 1  # --stacks: the repository holds that many stack directories (manifests.split_stacks)
+        self.scenario = None  # the scenario being run, and the file of its writes (limit tool), set by the lane
+        self.writes = None
+        self.check = False  # the scenario runs in check mode
 
     def fleet(self, kubeconfigs, forks):
         """Write the inventory of a fleet: a host per cluster, its kubeconfig as a host variable, run on the
@@ -53,6 +57,8 @@ class Context:
             extra = dict((k, v) for k, v in extra.items() if k not in ("bench_kubeconfig", "stacksync_kubeconfig"))
             extra["bench_hosts"] = "clusters"
             args = ("-i", str(self.inventory), "--forks", str(self.forks), *args)
+        if self.check:
+            args = (*args, "--check")
         return [str(self.ansible_bin / "ansible-playbook"), str(path) if path.exists() else name, *args,
                 "-e", json.dumps(extra)]
 
@@ -75,6 +81,9 @@ class Tool:
     def environment(self, ctx):
         """Environment variables this tool sets (on top of the lane's)."""
         return {}
+
+    def finish(self, rec, ctx):
+        """Adjust the run's record (``report.record``) once it is made."""
 
 
 #: how a stacksync row sets the Python interpreter the module runs with (issue 18): the suffix of its tool name
@@ -141,6 +150,51 @@ class StacksyncRole(Tool):
                             stacksync_summary=False, **({"stacksync_concurrency": ctx.concurrency} if ctx.concurrency else {}))
 
 
+class StacksyncStacks(Tool):
+    """The ``stacksync.k8s.sync`` playbook with one source per stack directory of the repository (``--stacks``):
+    one ``stacksync.k8s.sources`` task, each source its own stack, record and Lease, one checkout for all."""
+
+    name = "stacksync-stacks"
+    label = "stacksync.k8s.sync playbook, one source per stack directory (--stacks)"
+
+    def command(self, ctx):
+        url = f"file://{ctx.repo}"
+        sources = [{"repo": url, "path": manifests.stack_dir(i), "stack": f"bench-{i:03d}"} for i in range(ctx.stacks)]
+        local = {} if ctx.inventory else dict(ansible_connection="local",
+                                                ansible_python_interpreter="{{ ansible_playbook_python }}")
+        return ctx.playbook("stacksync.k8s.sync", *(() if ctx.inventory else ("-i", "localhost,")), **local,
+                            stacksync_sources=sources, stacksync_kubeconfig=ctx.kubeconfig,
+                            stacksync_cache_dir=str(ctx.workdir / "checkouts"), stacksync_summary=False,
+                            **({"stacksync_concurrency": ctx.concurrency} if ctx.concurrency else {}))
+
+
+class Limit(Tool):
+    """The physical limit (issue 32, :mod:`.limit`): Ansible's start-up plus the scenario's writes as bare
+    server-side apply PATCHes (16 in flight) and DELETEs; its wall seconds are those two, summed."""
+
+    name = "limit"
+    label = "limit: ansible-playbook start-up + the scenario's writes as bare PATCH/DELETE, 16 in flight"
+    fleet = False
+
+    def command(self, ctx):
+        return [str(ctx.ansible_bin / "python"), "-m", "tests.bench.limit", "--kubeconfig", ctx.kubeconfig,
+                "--writes", str(ctx.writes), "--out", str(self._out(ctx)),
+                "--ansible-playbook", str(ctx.ansible_bin / "ansible-playbook")]
+
+    @staticmethod
+    def _out(ctx):
+        return ctx.workdir / f"limit-{ctx.scenario}.json"
+
+    def environment(self, ctx):
+        return {"PYTHONPATH": str(PLAYBOOKS.parents[2])}  # python -m tests.bench.limit, from the lane's directory
+
+    def finish(self, rec, ctx):
+        if rec["ok"]:
+            out = json.loads(self._out(ctx).read_text())
+            rec.update(seconds=out["seconds"], command_seconds=rec["seconds"], startup_s=out["startup_s"],
+                       startup_cpu_s=out["startup_cpu_s"], writes_s=out["writes_s"])
+
+
 def _kind_refs(kinds):
     return [{"apiVersion": manifests.API_VERSIONS[k], "kind": k} for k in kinds]
 
@@ -195,7 +249,8 @@ class Kubectl(Tool):
 
     def command(self, ctx):
         base = self._base(ctx)
-        apply = [*base, "apply", "--server-side", "--force-conflicts", "--field-manager", KUBECTL_MANAGER]
+        apply = [*base, "apply", "--server-side", "--force-conflicts", "--field-manager", KUBECTL_MANAGER,
+                 *(["--dry-run=server"] if ctx.check else [])]
         crd = ctx.repo / "00-cluster" / "crd-widgets.yaml"
         steps = [
             [*apply, "-f", str(crd)],
@@ -206,4 +261,5 @@ class Kubectl(Tool):
 
 
 STACKSYNC_TASKS = [Stacksync(form, how) for form in FORMS for how in INTERPRETERS]
-TOOLS = {tool.name: tool for tool in (*STACKSYNC_TASKS, StacksyncRole(), K8sList(), K8sLoop(), Kubectl())}
+TOOLS = {tool.name: tool for tool in (*STACKSYNC_TASKS, StacksyncRole(), StacksyncStacks(), K8sList(), K8sLoop(), Kubectl(),
+                                      Limit())}

@@ -21,13 +21,14 @@ def whoami(api, headers=None, token=None):
     return body["status"]["userInfo"]
 
 
-def anonymous(kube, method, path):
+def anonymous(kube, method, path, headers=None):
     """A request without any credentials (no Authorization header, no client certificate)."""
     context = ssl.create_default_context(cafile=kube.ca_cert)
     host, port = kube.server.split("://")[1].rsplit(":", 1)
     conn = http.client.HTTPSConnection(host, int(port), context=context, timeout=30)
     body = json.dumps(BODY) if method == "POST" else None
-    conn.request(method, path, body=body, headers={"Content-Type": "application/json", "Accept": "application/json"})
+    conn.request(method, path, body=body,
+                 headers=dict(headers or {}, **{"Content-Type": "application/json", "Accept": "application/json"}))
     resp = conn.getresponse()
     data = json.loads(resp.read() or b"{}")
     conn.close()
@@ -87,14 +88,7 @@ def test_impersonation_without_a_user_is_a_bad_request(api):
 
 
 def _anonymous_get(kube, path, headers):
-    context = ssl.create_default_context(cafile=kube.ca_cert)
-    host, port = kube.server.split("://")[1].rsplit(":", 1)
-    conn = http.client.HTTPSConnection(host, int(port), context=context, timeout=30)
-    conn.request("GET", path, headers=dict(headers, Accept="application/json"))
-    resp = conn.getresponse()
-    data = json.loads(resp.read() or b"{}")
-    conn.close()
-    return resp.status, data
+    return anonymous(kube, "GET", path, headers)
 
 
 def test_a_requestor_that_never_impersonated_is_refused_in_the_constrained_words(kube):

@@ -4,12 +4,13 @@ TLS, a host name that does not resolve -- plain words and the URL, no urllib3 in
 The servers here are local stand-ins (a closed port, a plain HTTP server, a ``.invalid`` name), so these tests
 run the same with or without ``STACKSYNC_TEST_KUBECONFIG``."""
 
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
+
+from tests.tools.net import closed_port
 
 try:
     from .test_sync_helpers import GitRepo, configmap, localhost_play, module_task, run_play, run_playbook, write_inventory
@@ -20,13 +21,6 @@ except ImportError:  # rootdir-relative import (tests/integration is not a packa
 INTERNALS = ("urllib3", "HTTPSConnection", "NewConnectionError", "ConnectionError", "Errno", "0 ConnectionError",
              "Max retries", "_ssl.c", "gave up after")
 
-
-def closed_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.fixture

@@ -220,7 +220,7 @@ def test_sigkill_halfway_deletes_nothing_and_next_run_converges(kubesim, admin, 
     # ... until it expires (simulate its 60 s passing), then the next run converges
     lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{object_name(stack)}"
     lease = admin.get(lease_path)
-    old = datetime.datetime.utcnow() - datetime.timedelta(seconds=600)
+    old = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=600)
     lease["spec"]["renewTime"] = lease["spec"]["acquireTime"] = old.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     admin.replace(lease_path, lease)
     _cs, err = H.sync(admin, stack, v2, namespace=ns, record_namespace=ns)

@@ -4,6 +4,7 @@ import base64
 import json
 
 from ansible_collections.stacksync.k8s.plugins.module_utils import objects as o
+from ansible_collections.stacksync.k8s.plugins.module_utils import validation as v
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
     CHECKSUM_ANNOTATION,
     OWNER_ANNOTATION,
@@ -16,6 +17,8 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.identity import (
     group_of,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.objects import resolve_identity
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 CM = ResourceInfo("", "v1", "ConfigMap", "configmaps", True, ("get", "list", "patch", "delete"))
 
@@ -113,3 +116,66 @@ def test_scope_comes_from_discovery_not_the_manifest():
     assert oid == ObjectId("", "Namespace", "", "prod") and "cluster-scoped" in warning
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
     assert resolve_identity(cm, ResourceInfo("", "v1", "ConfigMap", "configmaps", True, ()), "y")[0].namespace == "y"
+
+
+# -- issue 32: the checksum payload computed once, and the request size bounded by it -------------------------------
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
+_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | _TEXT,
+                       lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4), max_leaves=20)
+
+
+@st.composite
+def manifests(draw):
+    meta = {"name": "n", "namespace": draw(st.sampled_from(["", "ns", "a" * 63]))}
+    for field in ("labels", "annotations"):
+        if draw(st.booleans()):
+            meta[field] = draw(st.dictionaries(st.sampled_from(["a", "b/c", STACK_LABEL, CHECKSUM_ANNOTATION, OWNER_ANNOTATION]),
+                                               _TEXT, max_size=3))
+    if draw(st.booleans()):
+        meta["resourceVersion"] = draw(_TEXT)
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+    body.update(draw(st.dictionaries(st.sampled_from(["data", "spec", "status", "binaryData"]), _VALUES, max_size=3)))
+    return body
+
+
+@settings(max_examples=300, deadline=None)
+@given(manifests())
+def test_the_size_bound_is_never_below_the_request_or_the_stored_object(m):
+    oid = ObjectId("", "ConfigMap", m["metadata"]["namespace"], "n")
+    payload = o.checksum_payload(m, oid)
+    bound = o.sent_size_bound(m, payload)
+    if bound is not None:
+        assert bound >= len(json.dumps(m, separators=(",", ":")))
+        assert bound >= len(json.dumps(m, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    assert o.checksum_of(payload) == o.checksum(m, oid)
+    assert o.checksum_of(payload, b"k") == o.checksum(m, oid, b"k")
+
+
+def test_the_size_bound_leaves_out_nothing_the_payload_does_not_hold():
+    oid = ObjectId("", "ConfigMap", "ns", "c")
+    big = "x" * (2 * 1024 * 1024)
+    for m in ({**cm("c", "ns"), "status": {"v": big}},
+              cm("c", "ns") | {"metadata": {"name": "c", "namespace": "ns", "managedFields": [{"v": big}]}},
+              cm("c", "ns") | {"metadata": {"name": "c", "namespace": "ns", "annotations": {CHECKSUM_ANNOTATION: big}}}):
+        payload = o.checksum_payload(m, oid)
+        assert len(payload) < 1000 and o.sent_size_bound(m, payload) is None  # what the payload leaves out is big
+        assert "too large" in v.size_problem(m, oid, o.sent_size_bound(m, payload))
+
+
+def test_a_bounded_size_check_says_what_the_full_one_says():
+    oid = ObjectId("example.com", "Blob", "ns", "b")
+    for value in ("e" * 1000, "e" * (1024 * 1024), "\u00e9" * (1024 * 1024 // 2), "\U0001F600" * 100000):
+        blob = {"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": "b"}, "spec": {"v": value}}
+        bound = o.sent_size_bound(blob, o.checksum_payload(blob, oid))
+        assert v.size_problem(blob, oid, bound) == v.size_problem(blob, oid)
+
+
+def test_stamp_changes_the_manifests_own_maps_in_place():
+    m = o.strip_source({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"a": "1"}}})
+    labels = m["metadata"]["labels"]
+    o.stamp(m, "st", ObjectId("", "ConfigMap", "ns", "c"), "sha256:x")
+    assert m["metadata"]["labels"] is labels and labels == {"a": "1", STACK_LABEL: "st"}
+    assert m["metadata"]["annotations"][CHECKSUM_ANNOTATION] == "sha256:x"
+    bare = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": None}}
+    o.stamp(bare, "st", ObjectId("", "ConfigMap", "ns", "c"), "sha256:x")
+    assert bare["metadata"]["labels"] == {STACK_LABEL: "st"}

@@ -68,6 +68,52 @@ def test_run_in_process_reports_a_failed_run_with_its_result():
     assert result["api_requests"] == {"GET": 2} and result["changed"] is False and "warnings" not in result
 
 
+def _tagged(value):
+    """``value`` as ansible-core 2.19 hands templated values to an action (a tagged str), where it can."""
+    try:
+        from ansible._internal._datatag._tags import Origin
+    except ImportError:  # pragma: no cover - ansible-core < 2.19: nothing is tagged
+        return value
+    return Origin(description="a template").tag(value)
+
+
+def test_manifests_rendered_by_the_task_are_handed_over_as_they_are_and_the_rest_made_plain():
+    rendered = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "web"}}]
+    args = dict(name="s", resources=rendered, namespace=_tagged("web"))
+    validated = validate_args(args, info.ARGUMENT_SPEC, info.MUTUALLY_EXCLUSIVE)
+    seen = {}
+
+    def runner(params, warn):
+        seen.update(params)
+        return {}
+
+    run_in_process(runner, validated.validated_parameters, validated, info.ARGUMENT_SPEC, rendered=True)
+    assert seen["resources"][0] is rendered[0]  # not copied again: the render gives plain values
+    assert type(seen["namespace"]) is str and seen["namespace"] == "web"  # the options still made plain
+    run_in_process(runner, validated.validated_parameters, validated, info.ARGUMENT_SPEC)
+    assert seen["resources"] == rendered and seen["resources"][0] is not rendered[0]  # resources given: copied
+
+
+def _plain_types(value):
+    if isinstance(value, dict):
+        return type(value) is dict and all(type(k) is str and _plain_types(v) for k, v in value.items())
+    if isinstance(value, list):
+        return type(value) is list and all(_plain_types(v) for v in value)
+    return value is None or type(value) in (str, int, float, bool)
+
+
+def test_what_the_render_gives_is_plain_values(tmp_path):
+    from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import render
+
+    (tmp_path / "a.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: {x: 'y'}}\n"
+                                     "data: {n: '1', b: 'true', t: '2024-01-01'}\n---\n"
+                                     "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace, metadata: {name: ns1}}\n")
+    (tmp_path / "b.json").write_text('{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}, "data": {"k": "v"}}')
+    (tmp_path / "c.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, labels: &l {k: v}}\ndata:\n  <<: *l\n")
+    manifests = render(str(tmp_path), template=lambda text, path: text)
+    assert len(manifests) == 4 and all(_plain_types(m) for m in manifests)
+
+
 # -- StackAction.run: the action plugins as ansible-core builds them, on the simulator -----------------------------
 import sys  # noqa: E402
 

@@ -1,0 +1,124 @@
+"""rendercache.py: which sources render the same for every host, and one render per run shared by the hosts."""
+
+import json
+import multiprocessing
+import os
+import time
+
+import pytest
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import rendercache as rc
+
+CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\n"
+
+
+def tree(tmp_path, files):
+    root = tmp_path / "checkout"
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (root / ".git").mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@pytest.mark.parametrize("files, independent", [
+    ({"apps/a.yaml": CM % "a", "apps/sub/b.json": '{"kind": "ConfigMap"}'}, True),
+    ({"apps/a.yaml": CM % "a", "apps/b.yaml.j2": CM % "{{ inventory_hostname }}"}, False),  # a template
+    ({"apps/a.yaml": CM % "a", "apps/B.YML.J2": CM % "b"}, False),
+    ({"apps/kustomization.yaml": "resources: [a.yaml]\n", "apps/a.yaml": CM % "a"}, False),
+    ({"apps/a.yaml": CM % "a" + "data:\n  k: !vault |\n    $ANSIBLE_VAULT;1.1;AES256\n    3132\n"}, False),
+    ({"apps/a.yaml": "$ANSIBLE_VAULT;1.1;AES256\n6162\n"}, False),  # a vault-encrypted file
+    ({"apps/a.yaml": CM % "a", "apps/.hidden/t.yaml.j2": CM % "{{ x }}"}, True),  # the render skips hidden entries
+    ({"other/t.yaml.j2": CM % "{{ x }}", "apps/a.yaml": CM % "a"}, True),  # outside the source's directory
+])
+def test_a_source_renders_the_same_for_every_host_only_without_templates_kustomize_or_vault(tmp_path, files, independent):
+    root = tree(tmp_path, files)
+    assert rc.host_independent(str(root / "apps"), str(root)) is independent
+
+
+def test_symlinks_are_followed_within_the_checkout_only(tmp_path):
+    root = tree(tmp_path, {"apps/a.yaml": CM % "a", "shared/t.yaml.j2": CM % "{{ x }}"})
+    (root / "apps" / "loop").symlink_to(root / "apps")
+    assert rc.host_independent(str(root / "apps"), str(root)) is True  # a loop ends the walk there
+    (root / "apps" / "shared").symlink_to(root / "shared")
+    assert rc.host_independent(str(root / "apps"), str(root)) is False  # the template, through the link
+    (root / "apps" / "shared").unlink()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "b.yaml").write_text(CM % "b")
+    (root / "apps" / "out").symlink_to(outside)
+    assert rc.host_independent(str(root / "apps"), str(root)) is False
+
+
+class Renders:
+    def __init__(self, manifests):
+        self.manifests = manifests
+        self.calls = 0
+
+    def __call__(self):
+        self.calls += 1
+        return self.manifests
+
+
+def test_one_render_per_run_read_by_the_other_hosts(tmp_path):
+    git = tree(tmp_path, {}) / ".git"
+    manifests = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}]
+    render, checks = Renders(manifests), []
+    shareable = lambda: checks.append(1) or True  # noqa: E731
+    assert rc.rendered_once(str(git), "run-1", "k", shareable, render) == (manifests, False)
+    assert rc.rendered_once(str(git), "run-1", "k", shareable, render) == (manifests, True)
+    assert render.calls == 1 and len(checks) == 1
+    assert rc.rendered_once(str(git), "run-2", "k", shareable, render) == (manifests, False)  # a later run renders again
+    assert render.calls == 2
+    assert len(list(git.glob(rc.PREFIX + "*.json"))) == 1
+
+
+def test_a_source_that_is_not_shareable_is_rendered_by_every_host_and_checked_once(tmp_path):
+    git = tree(tmp_path, {}) / ".git"
+    render, checks = Renders([]), []
+    shareable = lambda: checks.append(1) or False  # noqa: E731
+    for _ in range(3):
+        assert rc.rendered_once(str(git), "run", "k", shareable, render) == ([], False)
+    assert render.calls == 3 and len(checks) == 1
+    kept = json.loads((git / (rc.PREFIX + "k.json")).read_text())
+    assert kept == {"token": "run", "shared": False, "manifests": None}  # only the verdict is kept
+
+
+def test_a_failed_render_keeps_nothing(tmp_path):
+    git = tree(tmp_path, {}) / ".git"
+
+    def broken():
+        raise ValueError("a render error")
+
+    with pytest.raises(ValueError):
+        rc.rendered_once(str(git), "run", "k", lambda: True, broken)
+    assert not list(git.glob(rc.PREFIX + "*.json"))
+    assert rc.rendered_once(str(git), "run", "k", lambda: True, Renders([1])) == ([1], False)
+
+
+def _host(git, log):
+    def render():
+        with open(log, "a") as f:
+            f.write("rendered\n")
+        time.sleep(0.3)
+        return [{"n": os.getpid()}]
+
+    manifests, shared = rc.rendered_once(git, "run", "k", lambda: True, render)
+    with open(log, "a") as f:
+        f.write(f"{shared} {manifests[0]['n']}\n")
+
+
+def test_hosts_in_parallel_forks_share_the_first_render(tmp_path):
+    git, log = str(tree(tmp_path, {}) / ".git"), str(tmp_path / "log")
+    ctx = multiprocessing.get_context("fork")
+    hosts = [ctx.Process(target=_host, args=(git, log)) for _ in range(4)]
+    for p in hosts:
+        p.start()
+    for p in hosts:
+        p.join(30)
+    with open(log) as f:
+        lines = f.read().split("\n")[:-1]
+    assert lines.count("rendered") == 1
+    outcomes = [line.split() for line in lines if line != "rendered"]
+    assert len(outcomes) == 4 and sorted(s for s, _n in outcomes) == ["False", "True", "True", "True"]
+    assert len(set(n for _s, n in outcomes)) == 1  # every host got the first host's render
