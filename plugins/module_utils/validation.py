@@ -170,7 +170,8 @@ def _valid_type(api_version, kind):
 def _type_problem(manifest):
     """Why ``apiVersion`` / ``kind`` are missing or malformed, or None."""
     api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
-    if (type(api_version) is str and type(kind) is str and api_version and kind and _valid_type(api_version, kind)
+    # exact types on purpose: the common case in one test (a str subclass takes the slower path below)
+    if (type(api_version) is str and type(kind) is str and api_version and kind and _valid_type(api_version, kind)  # pylint: disable=unidiomatic-typecheck
             and not is_list_kind(manifest)):
         return None  # the common case, decided once per apiVersion and kind
     if manifest.get("apiVersion") in (None, "") and manifest.get("kind") in (None, ""):

@@ -30,24 +30,14 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOU
 from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, group_of
 from ansible_collections.stacksync.k8s.plugins.module_utils.validation import is_list_kind, manifest_problem
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.kustomize import find_kustomization
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_common import RenderError, _join, relative_text  # noqa: F401 - the render's error
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_files import (  # noqa: F401 - what a file renders to
-    MAX_DOCUMENT_VALUES,
-    MAX_EXPANDED_SIZE,
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_common import RenderError, _join
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_files import (
     ExpansionBudget,
     _file_documents,
     _plain,
-    is_vault_data,
-    iter_yaml_documents,
 )
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_kustomize import (  # noqa: F401 - what a kustomization renders to
-    KUSTOMIZE_OUTPUT_FACTOR,
-    RELAXING_FLAGS,
-    ROOT_ONLY,
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_kustomize import (
     _kustomize_documents,
-    default_kustomize_command,
-    kustomize_message,
-    relaxing_flags,
 )
 
 #: File name suffixes read as manifests (a further ``.j2`` makes them templates).

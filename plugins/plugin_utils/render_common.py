@@ -63,7 +63,6 @@ def relative_text(text, root):
     return pattern.sub(lambda m: "" if m.group(0) != root else ".", text)
 
 
-
 def _join(prefix, name):
     return prefix + "/" + name if prefix else name
 

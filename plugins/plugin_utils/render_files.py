@@ -218,7 +218,6 @@ def iter_yaml_documents(text, rel, decrypt=None, budget=None):
         yield index, line, data, plain
 
 
-
 def _read_bytes(unit, max_file_size):
     try:
         st = os.stat(unit.path)
@@ -234,7 +233,6 @@ def _read_bytes(unit, max_file_size):
             return f.read()
     except OSError as exc:
         raise RenderError("cannot read file: %s" % exc.strerror, unit.rel) from exc
-
 
 
 def is_vault_data(b_data):
@@ -277,4 +275,3 @@ def _rendered(unit, text, settings):
         raise RenderError("the template's output is over the %d byte limit (max_file_size)" % settings.max_file_size,
                           unit.rel)
     return rendered
-

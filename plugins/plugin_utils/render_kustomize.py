@@ -107,4 +107,3 @@ def _kustomize_documents(unit, settings):
             " ".join([os.path.basename(command[0]), *command[1:]]), returncode,
             kustomize_message(stderr.decode("utf-8", "replace"), settings.root)), rel)
     return iter_yaml_documents(_decode(stdout, rel), rel, budget=settings.budget)
-

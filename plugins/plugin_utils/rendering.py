@@ -18,7 +18,8 @@ import os
 
 from ansible.errors import AnsibleError
 from ansible.parsing.vault import VaultLib
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import RenderError, relaxing_flags, render
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import RenderError, render
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_kustomize import relaxing_flags
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.sandbox import (
     PLAY_VARIABLES,
     plain_variables,

@@ -130,13 +130,13 @@ def parity(kubeconfig, cache_dir):
 def speed(docs, repeat):
     """``{reader: CPU seconds per 1,000 documents}`` (least of ``repeat``)."""
     from ansible.parsing.yaml.loader import AnsibleLoader
-    from ansible_collections.stacksync.k8s.plugins.plugin_utils import render as R
+    from ansible_collections.stacksync.k8s.plugins.plugin_utils import render_files as RF
 
     texts = ["".join(DEPLOYMENT.format(i=f * 10 + d, ns=f % 7) for d in range(10)) for f in range(max(docs // 10, 1))]
     count = len(texts) * 10
 
     def ours(text):
-        return [doc for _i, _line, doc, _plain in R.iter_yaml_documents(text, "bench.yaml")]
+        return [doc for _i, _line, doc, _plain in RF.iter_yaml_documents(text, "bench.yaml")]
 
     candidates = {"stacksync (kubeyaml)": ours,
                   "PyYAML safe_load_all (libyaml)": lambda t: list(yaml.load_all(t, Loader=yaml.CSafeLoader)),

@@ -9,6 +9,7 @@ import threading
 import pytest
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import kustomize as K
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import render as R
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import render_kustomize
 
 from tests.unit.plugins.plugin_utils.test_render import CM, names, needs_kustomize, render_error, write
 
@@ -108,7 +109,7 @@ def test_files_outside_the_kustomization_are_refused_by_kustomize_and_outside_th
 
 @needs_kustomize
 def test_the_default_command_writes_the_root_only_load_restrictor_out():
-    assert R.default_kustomize_command()[-1] == "--load-restrictor=LoadRestrictionsRootOnly"
+    assert render_kustomize.default_kustomize_command()[-1] == "--load-restrictor=LoadRestrictionsRootOnly"
 
 
 @pytest.mark.parametrize("reference, remote", [

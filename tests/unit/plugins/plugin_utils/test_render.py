@@ -18,7 +18,7 @@ from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible_collections.stacksync.k8s.plugins.module_utils import validation
 from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOURCE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import render as R
-from ansible_collections.stacksync.k8s.plugins.plugin_utils import render_files
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import render_common, render_files, render_kustomize
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import render
 
 from tests.conftest import REPO
@@ -26,7 +26,7 @@ from tests.tools.render_bench import write_repo
 from tests.unit.plugins.module_utils.test_validation import BAD_MANIFESTS
 
 FIXTURES = REPO / "tests" / "fixtures" / "render"
-HAVE_KUSTOMIZE = R.default_kustomize_command() is not None
+HAVE_KUSTOMIZE = render_kustomize.default_kustomize_command() is not None
 needs_kustomize = pytest.mark.skipif(not HAVE_KUSTOMIZE, reason="neither kustomize nor kubectl on PATH")
 
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
@@ -573,7 +573,7 @@ def test_kustomize_command_override_and_include(tmp_path):
      "accumulating resources: lstat apps/missing.yaml: no such file or directory"),
 ])
 def test_kustomize_message_keeps_what_went_wrong(stderr, message):
-    assert R.kustomize_message(stderr, root="/cache/repo-1") == message
+    assert render_kustomize.kustomize_message(stderr, root="/cache/repo-1") == message
 
 
 # ------------------------------------------------------------------------------------------
@@ -711,11 +711,11 @@ def test_content_after_a_document_end_marker_is_refused(tmp_path):
     ("nothing to change", None),
 ])
 def test_relative_text(text, expected):
-    assert R.relative_text(text, "/srv/cache/ab12/") == (text if expected is None else expected)
+    assert render_common.relative_text(text, "/srv/cache/ab12/") == (text if expected is None else expected)
 
 
 def test_relative_text_leaves_everything_for_the_file_system_root():
-    assert R.relative_text("/etc/x", "/") == "/etc/x"
+    assert render_common.relative_text("/etc/x", "/") == "/etc/x"
 
 
 def test_shown_path():
