@@ -12,7 +12,8 @@ in stand-ins (:mod:`.standin`). What the server cannot validate before the run i
 * an object of a namespace that does not exist and that the sync does not create (another source may);
 * a Pod naming a ServiceAccount the same sync creates (ServiceAccount admission looks it up), or in a stand-in the
   ``default`` one the namespace gets once created;
-* an object the server refuses to dry-run (``does not support dry run``: a webhook without ``sideEffects: None``).
+* an object the server refuses to dry-run (``does not support dry run``: a webhook with side effects, which only
+  admissionregistration/v1beta1 -- gone since Kubernetes 1.22 -- could register; v1 refuses them).
 """
 
 from __future__ import absolute_import, division, print_function

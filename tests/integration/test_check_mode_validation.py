@@ -12,10 +12,13 @@ import time
 import uuid
 
 import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
 from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
 from ansible_collections.stacksync.k8s.plugins.module_utils.standin import STANDIN_LABEL, STANDIN_PREFIX
 
 from tests.reliability import helpers as H
+from tests.reliability.webhook import LABEL as WEBHOOK_LABEL
+from tests.reliability.webhook import VWCS, Webhook
 
 A = "/apis/admissionregistration.k8s.io/v1"
 #: what a check run is compared on: the objects of these kinds in the test's namespaces (events and leases move alone)
@@ -284,3 +287,27 @@ def test_without_the_rights_to_delete_namespaces_the_objects_of_new_ones_are_lis
     why = f"its namespace {ns} would not be created (see its error)"
     assert {(e["kind"], e.get("not_validated")) for e in failed.value.changeset.applied} == {("ConfigMap", why), ("Deployment", why)}
     assert snapshot(admin, s) == before
+
+
+
+def test_a_webhook_cannot_refuse_dry_runs_for_side_effects_and_sees_none_of_check_mode(admin, cleanup):
+    # admissionregistration/v1 refuses webhooks with side effects on dry runs (v1beta1's Some / Unknown, which made
+    # a server answer "does not support dry run", are gone): a webhook is called for a dry run and sees dryRun: true
+    s = uid()
+    ns, stack = "hook-" + s, "check-hook-" + s
+    H.create_namespace(admin, ns)
+    cleanup(path="/api/v1/namespaces/" + ns)
+    with Webhook() as hook:
+        with pytest.raises(ApiError) as refused:
+            admin.create(VWCS, hook.configuration(ns, ["CREATE"], side_effects="Some"))
+        assert (refused.value.status, refused.value.message) == (422, (
+            f'ValidatingWebhookConfiguration.admissionregistration.k8s.io "{hook.name}" is invalid: webhooks[0].sideEffects: '
+            'Unsupported value: "Some": supported values: "None", "NoneOnDryRun"'))
+        hook.install(admin, ns, ["CREATE", "UPDATE"])
+        labelled = dict(cm("seen", ns, a="1"), metadata={"name": "seen", "namespace": ns, "labels": {WEBHOOK_LABEL: "x"}})
+        before, calls = snapshot(admin, s), len(hook.calls)
+        with Writes(admin) as writes:
+            r = run(admin, stack, [labelled], check_mode=True)
+        assert snapshot(admin, s) == before and writes.real() == [], writes.seen
+        assert [(e["name"], e.get("not_validated")) for e in r.applied] == [("seen", None)]  # validated with the server
+        assert [name for _t, _op, _ns, name in hook.calls[calls:]] == ["seen"]  # the dry run went through the webhook

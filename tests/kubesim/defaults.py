@@ -686,6 +686,20 @@ def _crd_causes(obj):
     return causes
 
 
+def _webhook_causes(obj):
+    """admissionregistration/v1 allows only webhooks without side effects on dry runs (v1beta1's Some / Unknown are
+    gone): a dry run is therefore never refused by a webhook for its side effects."""
+    causes = []
+    for i, wh in enumerate(obj.get("webhooks") or []):
+        value = wh.get("sideEffects")
+        if value is None:
+            causes.append((f"webhooks[{i}].sideEffects", "FieldValueRequired", 'Required value: must specify one of None, NoneOnDryRun'))
+        elif value not in ("None", "NoneOnDryRun"):
+            causes.append((f"webhooks[{i}].sideEffects", "FieldValueNotSupported",
+                           f'Unsupported value: "{value}": supported values: "None", "NoneOnDryRun"'))
+    return causes
+
+
 def validate(obj, rt, old=None):
     """Raise 422 Invalid with causes for objects the real server would reject (``old``: the live object
     on updates, for immutable fields; the order of causes follows the real validators)."""
@@ -699,6 +713,8 @@ def validate(obj, rt, old=None):
         causes += _workload_causes(obj)
     if kind == "CustomResourceDefinition":
         causes += _crd_causes(obj)
+    if kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        causes += _webhook_causes(obj)
     if kind in ("ConfigMap", "Secret"):
         for key in ("data", "binaryData", "stringData"):
             for k in obj.get(key) or {}:

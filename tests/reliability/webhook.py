@@ -125,10 +125,11 @@ class Webhook:
         assert self.holding.wait(timeout), "the webhook was never asked about a request it should hold"
         return self.held[0]
 
-    def configuration(self, namespace, operations, resources=("configmaps",), failure_policy="Ignore", url=None):
+    def configuration(self, namespace, operations, resources=("configmaps",), failure_policy="Ignore", url=None,
+                      side_effects="None"):
         return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
                 "metadata": {"name": self.name},
-                "webhooks": [{"name": self.name, "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                "webhooks": [{"name": self.name, "admissionReviewVersions": ["v1"], "sideEffects": side_effects,
                               "failurePolicy": failure_policy, "timeoutSeconds": 30,
                               "clientConfig": {"url": url or self.url, "caBundle": base64.b64encode(self.ca_pem).decode()},
                               "rules": [{"operations": list(operations), "apiGroups": [""], "apiVersions": ["v1"],
