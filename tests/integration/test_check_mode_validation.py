@@ -290,7 +290,7 @@ def test_without_the_rights_to_delete_namespaces_the_objects_of_new_ones_are_lis
 
 
 
-def test_a_webhook_cannot_refuse_dry_runs_for_side_effects_and_sees_none_of_check_mode(admin, cleanup):
+def test_a_webhook_cannot_refuse_dry_runs_for_side_effects_and_is_asked_about_check_mode_s(admin, cleanup):
     # admissionregistration/v1 refuses webhooks with side effects on dry runs (v1beta1's Some / Unknown, which made
     # a server answer "does not support dry run", are gone): a webhook is called for a dry run and sees dryRun: true
     s = uid()
