@@ -82,6 +82,13 @@ class StackManager(PruneSteps):
     def close(self):
         self._pool.close()
 
+    def release(self):
+        """Drop the last plan (its snapshot holds every live object, its desired objects every manifest) once the
+        caller has read it. The manager is in reference cycles (its steps hold its bound methods), so whatever it
+        holds otherwise lives until the cyclic garbage collector finds it: at 10,000 objects ~250,000 containers,
+        whose collection cost 0.3 s of CPU after a no-op's task (see docs/performance.md)."""
+        self.last_plan = None
+
     def _ensure_lock(self, prove=False):
         """Stop before a write if the run no longer holds the stack's Lease (``prove``: see LeaseLock.ensure)."""
         if self._lock is not None:

@@ -263,6 +263,7 @@ def _converge(params, client, context_namespace, prefetch, check_mode, diff, war
     if diff:
         result["diff"] = readable(changeset.diff)
     plan = plan_of(manager, opts, params, warn)
+    manager.release()
     if plan is not None:
         result["plan"] = plan
     return result
