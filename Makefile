@@ -203,7 +203,7 @@ bench: install
 	STACKSYNC_COLLECTIONS_PATH=$(COLLECTIONS) $(VPY) -m tests.tools.render_bench
 	$(BENCH) --objects $(N) $(BENCH_ARGS)
 
-# Issue 32's scenarios (docs/performance.md, "Ten thousand objects, fifty clusters"), opt-in: each writes its own
+# Issue 32's scenarios (docs/performance.md, "Large clusters and fleets"), opt-in: each writes its own
 # results file under build/bench. bench-10k: 1,000 and 10,000 objects on fresh real kube-apiservers
 # (../shared/kube/up), stacksync and the playbook against the limit and the peers, 3 rounds; bench-fleet: the sync
 # playbook over 50 clusters x 1,000 objects with 10 forks (simulators, 3 of them real control planes) against

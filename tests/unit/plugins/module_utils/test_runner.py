@@ -1,11 +1,14 @@
 """runner.py: one run of the ``stack`` module (what the module and its action plugin share), on the simulator:
 validated parameters in, the module's return values out, every failure as :class:`RunFailed` with what is known."""
 
+import gc
 import json
 
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.stacksync.k8s.plugins.module_utils import runner
+from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Snapshot
+from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import Desired
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, run_stack
 
 from .simengine import client_of, cm_path, configmap, gone, live, namespace, unique
@@ -166,3 +169,22 @@ def test_a_plan_that_cannot_be_read_or_written_fails_naming_the_file(tmp_path):
         runner.read_plan(str(tmp_path / "bad.json"))
     with pytest.raises(RunFailed, match=r"plan_file .*no-such-dir"):
         runner.write_plan(str(tmp_path / "no-such-dir" / "plan.json"), {"stacks": {}})
+
+
+def _alive(cls):
+    return [o for o in gc.get_objects() if type(o) is cls]
+
+
+def test_a_run_leaves_no_desired_or_live_object_for_the_garbage_collector(params):
+    """No reference cycle keeps a run's plan (every manifest and live object) alive when the run ends: it is freed by
+    reference counting, not left to a collection of ~250,000 containers at 10,000 objects (the verbs share the run's
+    context, not the manager's bound methods)."""
+    stack, ns = unique("s-gc"), unique("r-gc")
+    run_stack(params(name=stack, resources=manifests(ns, "a", "b")))
+    gc.collect()
+    gc.disable()
+    try:
+        run_stack(params(name=stack, resources=manifests(ns, "a", "b")))
+        assert _alive(Desired) == [] and _alive(Snapshot) == []
+    finally:
+        gc.enable()
