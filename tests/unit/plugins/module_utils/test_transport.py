@@ -10,6 +10,8 @@ import urllib3
 from ansible_collections.stacksync.k8s.plugins.module_utils import transport as T
 from ansible_collections.stacksync.k8s.plugins.module_utils.kubeconfig import AuthError, ClusterConfig
 
+from tests.tools import net
+
 
 @pytest.mark.parametrize("no_proxy, host, bypassed", [
     ("*", "https://api.example.com:6443", True),
@@ -83,11 +85,7 @@ def _error(url, manager=None):
 
 @pytest.fixture
 def closed_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return net.closed_port()
 
 
 @pytest.fixture
