@@ -19,8 +19,8 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.stacksync.k8s.plugins.module_utils import approval as A
-from ansible_collections.stacksync.k8s.plugins.module_utils import vocabulary
+from ansible_collections.stacksync.k8s.plugins.module_utils.base import vocabulary
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import approval as A
 from ansible_collections.stacksync.k8s.plugins.module_utils.info import ARGUMENT_SPEC as INFO_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, write_plan
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC

@@ -14,15 +14,15 @@ __metaclass__ = type
 import os
 
 from ansible.utils.display import Display
-from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
-from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Progress, interval_from_env, tee
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.progress import Progress, interval_from_env, tee
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import spoken
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,
     run_stack,
     start_prefetch,
 )
-from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import spoken
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import (
     StackAction,
     args_json,
@@ -47,7 +47,7 @@ class ActionModule(StackAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
     MUTUALLY_EXCLUSIVE = MUTUALLY_EXCLUSIVE
 
-    @gc_paused  # the task's worker process builds and reads thousands of manifests; see module_utils/gcpause.py
+    @gc_paused  # the task's worker process builds and reads thousands of manifests; see module_utils/engine/gcpause.py
     def run(self, tmp=None, task_vars=None):
         """:meth:`.StackAction.run` (validate, render ``src``, run the module here or as a module process)."""
         return super(ActionModule, self).run(tmp, task_vars)
@@ -73,7 +73,7 @@ class ActionModule(StackAction):
 
     def _prefetch(self, params):
         """The engine's first reads (discovery, record, lists of the recorded kinds), started before ``src`` is
-        rendered (``module_utils/prefetch.py``); the connection options as the run gets them."""
+        rendered (``module_utils/engine/prefetch.py``); the connection options as the run gets them."""
         return start_prefetch(plain_params(params))
 
     def _runner(self, params, warn):

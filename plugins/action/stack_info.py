@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.gcpause import gc_paused
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.info import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, run_stack_info
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import StackAction
 

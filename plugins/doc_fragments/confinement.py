@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, stacksync.k8s contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The confinement options of a stack (stack, stack_info; per source in sources): ``module_utils/confinement.py``."""
+"""The confinement options of a stack (stack, stack_info; per source in sources): ``module_utils/engine/confinement.py``."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -40,7 +40,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import redact_url  # noqa: E402
 
 
 def redact_url_filter(text):

@@ -65,7 +65,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 from ansible.module_utils.parsing.convert_bool import boolean  # noqa: E402
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import legacy_stack_name, stack_name  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import legacy_stack_name, stack_name  # noqa: E402
 
 
 def stack_name_filter(url, path="", legacy=False):

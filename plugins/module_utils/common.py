@@ -11,7 +11,7 @@ import copy
 import sys
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url, url_userinfo
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import redact_url, url_userinfo
 
 #: (import flag module attribute, pip requirement) checked before anything else runs.
 REQUIREMENTS = (

@@ -14,18 +14,18 @@ __metaclass__ = type
 
 import traceback
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.stack_spec import info_spec
+from ansible_collections.stacksync.k8s.plugins.module_utils.common import missing_requirement
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.confinement import POLICY_SPEC
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.options import OptionError, options_from_params
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import (
     AUTH_ARG_SPEC,
     CLIENT_REQUIREMENTS,
     AuthError,
     build_client,
 )
-from ansible_collections.stacksync.k8s.plugins.module_utils.common import missing_requirement
-from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_SPEC
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
-from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, plan_of
-from ansible_collections.stacksync.k8s.plugins.module_utils.stack_spec import info_spec
 
 #: ``name``, ``resources``, ``src``, ``render`` and the options that change what the next sync would do
 #: mean what they mean for ``stack``, with the same defaults (one table, :data:`.stack_spec.OPTIONS`), except that

@@ -18,23 +18,23 @@ import os
 import tempfile
 import traceback
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import (
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.stack_spec import stack_spec
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import option
+from ansible_collections.stacksync.k8s.plugins.module_utils.common import missing_requirement
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.confinement import POLICY_SPEC
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.diff import readable
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.options import OptionError, options_from_params
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.plan import prune_limit
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.plan_file import document, stack_entry
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.prefetch import Prefetch
+from ansible_collections.stacksync.k8s.plugins.module_utils.health.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import (
     AUTH_ARG_SPEC,
     CLIENT_REQUIREMENTS,
     AuthError,
     build_client,
 )
-from ansible_collections.stacksync.k8s.plugins.module_utils.common import missing_requirement
-from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_SPEC
-from ansible_collections.stacksync.k8s.plugins.module_utils.diff import readable
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
-from ansible_collections.stacksync.k8s.plugins.module_utils.options import OptionError, options_from_params
-from ansible_collections.stacksync.k8s.plugins.module_utils.plan import prune_limit
-from ansible_collections.stacksync.k8s.plugins.module_utils.plan_file import document, stack_entry
-from ansible_collections.stacksync.k8s.plugins.module_utils.prefetch import Prefetch
-from ansible_collections.stacksync.k8s.plugins.module_utils.stack_spec import stack_spec
-from ansible_collections.stacksync.k8s.plugins.module_utils.vocabulary import option
-from ansible_collections.stacksync.k8s.plugins.module_utils.wait import HAS_JMESPATH, JMESPATH_IMPORT_ERROR
 
 #: the module's options: its own (one table, :data:`.stack_spec.OPTIONS`), the connection's, the confinement's
 ARGUMENT_SPEC = stack_spec()

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_SPEC
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.confinement import POLICY_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC as STACK_SPEC
 
 #: options of ``stacksync.k8s.stack`` that every source gets as they are (no default here: the

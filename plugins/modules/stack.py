@@ -523,8 +523,8 @@ diff:
 import gc  # noqa: E402
 import os  # noqa: E402
 
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.progress import Progress, interval_from_env  # noqa: E402
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import StackModule  # noqa: E402
-from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Progress, interval_from_env  # noqa: E402
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import (  # noqa: E402
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,

@@ -23,8 +23,8 @@ import posixpath
 import re
 import subprocess
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import legacy_stack_name, redact_url, stack_name
-from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import legacy_stack_name, redact_url, stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.validation import valid_label_value
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.gitcheck import (
     ALLOWED_PROTOCOLS,
     FULL_SHA_RE,

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import redact_url
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import redact_url
 
 #: git's protocol names (``protocol.<name>.allow``) a source may use; ``file`` covers local paths too
 ALLOWED_PROTOCOLS = ("https", "ssh", "file")

@@ -13,8 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.stacksync.k8s.plugins.module_utils import approval as A
-from ansible_collections.stacksync.k8s.plugins.module_utils.plan_file import artifact_key, document, merged, seal
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import approval as A
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.plan_file import artifact_key, document, merged, seal
 
 
 def approved_value(value, host, variables):

@@ -26,9 +26,9 @@ import functools
 import os
 import re
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOURCE_ANNOTATION
-from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, group_of
-from ansible_collections.stacksync.k8s.plugins.module_utils.validation import is_list_kind, manifest_problem
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import SOURCE_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.identity import ObjectId, group_of
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.validation import is_list_kind, manifest_problem
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.kustomize import find_kustomization
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_common import RenderError, _join
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_files import (

@@ -15,13 +15,13 @@ __metaclass__ = type
 import os
 from collections import namedtuple
 
-from ansible_collections.stacksync.k8s.plugins.module_utils import gate
-from ansible_collections.stacksync.k8s.plugins.module_utils import health_status as hs
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import AUTH_ARG_SPEC
-from ansible_collections.stacksync.k8s.plugins.module_utils.confinement import POLICY_OPTIONS
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import legacy_stack_name, redact_url, source_id
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import legacy_stack_name, redact_url, source_id
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.stack_spec import BY_NAME
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import gate
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.confinement import POLICY_OPTIONS
+from ansible_collections.stacksync.k8s.plugins.module_utils.health import status as hs
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import AUTH_ARG_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import PASSTHROUGH
-from ansible_collections.stacksync.k8s.plugins.module_utils.stack_spec import BY_NAME
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import check_source, repo_subpath, source_stack
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.rename import renamed_dependencies
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.summary import one_line, own_words

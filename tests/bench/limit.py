@@ -69,7 +69,7 @@ class Deleter(throughput.Raw):
 
 def write(kubeconfig, apply, delete, inflight):
     """Seconds to send ``apply`` (manifests) and ``delete`` (manifests), ``inflight`` at a time."""
-    from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
+    from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
 
     client, _namespace = build_client({"kubeconfig": str(kubeconfig)}, maxsize=inflight)
     try:

@@ -22,7 +22,8 @@ MODULE_DEFAULT_CONCURRENCY = 16  # the stack module's default (modules/stack.py)
 #: the engine's steps timed: (name, path of the object holding it from the manager, attribute)
 PHASES = (("prepare", "", "prepare"), ("observe", "observer", "observe"), ("plan", "", "_plan"),
           ("execute", "", "execute"))
-IMPORTS = ("from ansible_collections.stacksync.k8s.plugins.module_utils import auth, manager; "
+IMPORTS = ("from ansible_collections.stacksync.k8s.plugins.module_utils.k8s import auth; "
+           "from ansible_collections.stacksync.k8s.plugins.module_utils.engine import manager; "
            "import kubernetes.config, kubernetes.client")
 
 
@@ -63,8 +64,8 @@ def _top(profiler, limit=12):
 
 def engine_run(resources, kubeconfig, concurrency):
     """One ``StackManager.sync`` of ``resources``: phases, requests, profile of the calling thread."""
-    from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-    from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackManager
+    from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackManager
+    from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
 
     client, _namespace = build_client({"kubeconfig": str(kubeconfig)}, maxsize=concurrency)
     clock = RequestClock(client)

@@ -148,13 +148,13 @@ def wait_established(client, timeout=60.0):
 
 def run_level(kind, kubeconfig, inflight, first, rest):
     """One measurement on a fresh cluster: ``kind`` of client, ``inflight`` requests in flight."""
-    from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
+    from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
 
     client, _namespace = build_client({"kubeconfig": str(kubeconfig)}, maxsize=inflight)
     out = dict(client=kind, inflight=inflight, objects=len(first) + len(rest))
     try:
         if kind == "engine":
-            from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackManager
+            from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackManager
 
             resources = copy.deepcopy([unstamped(o) for o in first + rest])
             manager = StackManager(client, STACK, concurrency=inflight)

@@ -2,9 +2,9 @@
 for ``[]``, ``{}`` and ``null`` of every list and map type (atomic, set and map lists; structs, maps, atomic
 maps; built-in kinds and a custom resource), and what an apply does with them.
 
-The drift check (``plugins/module_utils/owned.py``) decides from these records whether a value of git is
+The drift check (``plugins/module_utils/engine/owned.py``) decides from these records whether a value of git is
 lost; ``tests/unit/fixtures/empty_values/recorded_v1_36.json`` holds what kube-apiserver v1.36 recorded for
-each manifest (``tests/unit/plugins/module_utils/test_owned.py`` reads it too). Runs against the simulator by
+each manifest (``tests/unit/plugins/module_utils/engine/test_owned.py`` reads it too). Runs against the simulator by
 default and against a real server when STACKSYNC_TEST_KUBECONFIG is set; both must record exactly this.
 """
 

@@ -1,4 +1,4 @@
-"""Statuses the health rules (plugins/module_utils/health.py) read, pinned to a real control plane.
+"""Statuses the health rules (plugins/module_utils/health/rules.py) read, pinned to a real control plane.
 
 Runs against the simulator by default and against a real kube-apiserver + kube-controller-manager
 when STACKSYNC_TEST_KUBECONFIG is set; both must pass. The real control plane used in CI has no
@@ -8,7 +8,7 @@ run on any cluster.
 
 import time
 
-from ansible_collections.stacksync.k8s.plugins.module_utils import health as hl
+from ansible_collections.stacksync.k8s.plugins.module_utils.health import rules as hl
 
 from .helpers import poll, unique
 

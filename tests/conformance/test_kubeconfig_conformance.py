@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import AuthError, build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import AuthError, build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError
 
 from .helpers import poll, unique
 

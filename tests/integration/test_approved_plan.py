@@ -7,7 +7,7 @@ import json
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
 
 try:
     from .test_sync_helpers import GitRepo, configmap, namespace, run_playbook, write_inventory

@@ -12,9 +12,9 @@ import time
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
-from ansible_collections.stacksync.k8s.plugins.module_utils.standin import STANDIN_LABEL, STANDIN_PREFIX
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.standin import STANDIN_LABEL, STANDIN_PREFIX
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError
 
 from tests.reliability import helpers as H
 from tests.reliability.webhook import LABEL as WEBHOOK_LABEL

@@ -14,7 +14,7 @@ import time
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError
 
 try:
     from .test_sync_helpers import client_fixture, localhost_play, module_task, run_play

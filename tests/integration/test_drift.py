@@ -11,8 +11,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import MERGE_PATCH
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import MERGE_PATCH
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import render
 
 from tests.reliability import helpers as H

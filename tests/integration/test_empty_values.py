@@ -3,7 +3,7 @@ on the simulator and on a real server (``make test-real``).
 
 kube-prometheus's ``Prometheus.spec.enableFeatures: []`` (``x-kubernetes-list-type: set``) was reported as drift
 on every resync: server-side apply records a set or map list only through its items, so an empty one is never
-in managedFields. The rule (``plugins/module_utils/owned.py``, pinned by ``tests/conformance/test_empty_values.py``)
+in managedFields. The rule (``plugins/module_utils/engine/owned.py``, pinned by ``tests/conformance/test_empty_values.py``)
 decides when an empty value of git absent from our managedFields is really lost.
 """
 
@@ -11,8 +11,8 @@ import copy
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import JSON_PATCH, MERGE_PATCH
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import JSON_PATCH, MERGE_PATCH
 
 from tests.reliability import helpers as H
 

@@ -10,7 +10,7 @@ import time
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackError, StackManager
 
 try:
     from .test_sync_helpers import client_fixture, localhost_play, module_task, run_play

@@ -7,8 +7,8 @@ kube-apiserver with STACKSYNC_TEST_KUBECONFIG) are enough to see several lines p
 import re
 import uuid
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackManager
-from ansible_collections.stacksync.k8s.plugins.module_utils.progress import Progress
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.progress import Progress
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackManager
 
 try:
     from .test_sync_helpers import client_fixture, localhost_play, module_task, run_play

@@ -7,10 +7,10 @@ import json
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import legacy_stack_name, stack_name
-from ansible_collections.stacksync.k8s.plugins.module_utils.record import object_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import legacy_stack_name, stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.record import object_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError
 
 try:
     from .test_sync_helpers import (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import stack_name
 
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"

@@ -6,9 +6,9 @@ import contextlib
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import MERGE_PATCH
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import source_id
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import source_id
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import MERGE_PATCH
 
 try:
     from .test_sync_helpers import GitRepo, configmap, namespace, run_playbook, sim_of, write_inventory

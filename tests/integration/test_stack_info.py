@@ -17,8 +17,8 @@ import time
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import MERGE_PATCH, ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import MERGE_PATCH, ApiError
 
 try:
     from .test_sync_helpers import client_fixture, localhost_play, run_play

@@ -13,12 +13,12 @@ import time
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import IGNORE_ANNOTATION, STACK_LABEL
-from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import owner_mark
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import IGNORE_ANNOTATION, STACK_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.identity import ObjectId
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.objects import owner_mark
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -522,7 +522,7 @@ def test_state_absent_deletes_the_stack_and_its_record(client, record_ns, ns):
 
 
 def test_lock_held_by_another_run_blocks(client, record_ns, ns):
-    from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LeaseLock
+    from ansible_collections.stacksync.k8s.plugins.module_utils.engine.lock import LeaseLock
 
     stack = "lock-" + uid()
     holder = LeaseLock(client, record_ns, stack, duration=30).acquire()
@@ -657,7 +657,7 @@ def test_rbac_limited_credentials(client, kube):
 
 
 def test_expired_lease_is_taken_over(client, record_ns, ns):
-    from ansible_collections.stacksync.k8s.plugins.module_utils.lock import LeaseLock
+    from ansible_collections.stacksync.k8s.plugins.module_utils.engine.lock import LeaseLock
 
     stack = "crash-" + uid()
     dead = LeaseLock(client, record_ns, stack, duration=1).acquire()

@@ -9,8 +9,8 @@ import re
 
 import pytest
 import yaml
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
 
 from tests.kubesim.pytest_plugin import sim_target
 from tests.kubesim.simulator import Simulator

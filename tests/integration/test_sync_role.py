@@ -7,7 +7,7 @@ import subprocess
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
 
 try:
     from .test_sync_helpers import BIN, GitRepo, clean_env, configmap, namespace, run_playbook

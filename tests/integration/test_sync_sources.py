@@ -5,7 +5,7 @@ import contextlib
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
 
 try:
     from .test_sync_helpers import GitRepo, clean_env, configmap, namespace, run_playbook, sim_of, write_inventory

@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 from ansible.parsing.vault import VaultLib, VaultSecret
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError
 
 try:
     from .test_sync_helpers import GitRepo, clean_env, namespace, run_playbook, sim_of, write_inventory

@@ -15,17 +15,17 @@ import threading
 import time
 from pathlib import Path
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import MERGE_PATCH, ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import (
     IGNORE_ANNOTATION,
     OWNER_ANNOTATION,
     STACK_LABEL,
 )
-from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import is_true, owner_mark
-from ansible_collections.stacksync.k8s.plugins.module_utils.validation import valid_label_value  # noqa: F401
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.identity import ObjectId
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.objects import is_true, owner_mark
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.validation import valid_label_value  # noqa: F401
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import MERGE_PATCH, ApiError
 
 REPO = Path(__file__).resolve().parents[2]
 FIGURES_FILE = REPO / "build" / "reliability-figures.json"

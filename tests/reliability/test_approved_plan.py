@@ -5,7 +5,7 @@ The engine runs in-process against ``kube``: the simulator, or a real kube-apise
 """
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import IGNORE_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import IGNORE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import plan_of
 
 from . import helpers as H

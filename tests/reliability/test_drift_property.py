@@ -18,8 +18,8 @@ import itertools
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import MERGE_PATCH
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import STACK_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import STACK_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import MERGE_PATCH
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 

@@ -15,7 +15,7 @@ import time
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.record import object_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.record import object_name
 
 from . import helpers as H
 

@@ -17,9 +17,9 @@ import time
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import STACK_LABEL
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
-from ansible_collections.stacksync.k8s.plugins.module_utils.record import object_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import STACK_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.record import object_name
 
 from . import helpers as H
 from .webhook import LABEL, Webhook
@@ -145,8 +145,8 @@ def test_a_lease_written_by_another_run_just_before_the_deletes_stops_them(admin
 
 RUNNER = """
 import json, sys
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackError, StackManager
 args = json.load(open(sys.argv[1]))
 client, _ns = build_client({"kubeconfig": args["kubeconfig"]})
 try:

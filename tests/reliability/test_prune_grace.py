@@ -7,8 +7,8 @@ the server's own time (the ``Date`` header of its answers), never the controller
 
 import time
 
-from ansible_collections.stacksync.k8s.plugins.module_utils import grace as G
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import PRUNE_MARK_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import PRUNE_MARK_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import grace as G
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import plan_of
 
 from . import helpers as H

@@ -40,8 +40,7 @@ import time
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import (
     CHECKSUM_ANNOTATION,
     IGNORE_ANNOTATION,
     OWNER_ANNOTATION,
@@ -49,10 +48,11 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
     RECORD_NAMESPACE_ANNOTATION,
     STACK_LABEL,
 )
-from ansible_collections.stacksync.k8s.plugins.module_utils.discovery import Discovery
-from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId, identity_digest, parse_group_kind
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import owner_mark
-from ansible_collections.stacksync.k8s.plugins.module_utils.record import object_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.identity import ObjectId, identity_digest, parse_group_kind
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.objects import owner_mark
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.record import object_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.discovery import Discovery
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 

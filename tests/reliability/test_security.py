@@ -10,9 +10,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import CHECKSUM_ANNOTATION
-from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import canonical, checksum, normalize_secret
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import CHECKSUM_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.identity import ObjectId
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.objects import canonical, checksum, normalize_secret
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import RenderError, render
 
 from . import helpers as H
@@ -330,8 +330,8 @@ def test_stack_name_from_a_url_never_carries_its_credentials(url):
 def test_rejected_certificate_fails_at_once_without_retries(kubesim_factory, tmp_path):
     """A certificate the CA does not vouch for is not a transient error: one request, a TLS error, no retry."""
     import yaml
-    from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-    from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+    from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
+    from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError
 
     sim = kubesim_factory(tls=True)
     config = yaml.safe_load(Path(sim.kubeconfig).read_text())

@@ -13,17 +13,17 @@ import time
 import uuid
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import MERGE_PATCH, ApiError
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import (
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import (
     CHECKSUM_ANNOTATION,
     OWNER_ANNOTATION,
     STACK_LABEL,
 )
-from ansible_collections.stacksync.k8s.plugins.module_utils.identity import ObjectId
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackError, StackManager
-from ansible_collections.stacksync.k8s.plugins.module_utils.objects import owner_mark
-from ansible_collections.stacksync.k8s.plugins.module_utils.record import object_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.identity import ObjectId
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackError, StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.objects import owner_mark
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.record import object_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import MERGE_PATCH, ApiError
 
 from . import helpers as H
 

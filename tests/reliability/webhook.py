@@ -21,7 +21,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec

@@ -11,7 +11,7 @@ def report(**percent_by_path):
 
 def test_every_module_of_both_directories_is_held_to_the_floor():
     found = F.modules()
-    assert "plugins/module_utils/manager.py" in found and "plugins/plugin_utils/kubeyaml.py" in found
+    assert "plugins/module_utils/engine/manager.py" in found and "plugins/plugin_utils/kubeyaml.py" in found
     assert not any(m.endswith("__init__.py") for m in found)
     assert all(m.startswith(F.DIRECTORIES) for m in found)
 
@@ -31,11 +31,11 @@ def test_main_fails_naming_the_modules_under_the_floor(tmp_path, capsys):
     path.write_text(json.dumps(report(**everything)))
     assert F.main([str(path)]) == 0
     assert "at least 80% of its lines" in capsys.readouterr().out
-    everything["plugins/module_utils/manager.py"] = 36.0
+    everything["plugins/module_utils/engine/manager.py"] = 36.0
     del everything["plugins/plugin_utils/kubeyaml.py"]
     path.write_text(json.dumps(report(**everything)))
     assert F.main([str(path), "--floor", "50"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[:2] == ["plugins/module_utils/manager.py: 36% of its lines covered by the unit tests, under the floor of 50%",
+    assert out[:2] == ["plugins/module_utils/engine/manager.py: 36% of its lines covered by the unit tests, under the floor of 50%",
                        "plugins/plugin_utils/kubeyaml.py: 0% of its lines covered by the unit tests, under the floor of 50%"]
     assert out[2].startswith(f"2 of {len(F.modules())} modules under the floor")

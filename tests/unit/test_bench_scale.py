@@ -177,6 +177,6 @@ def test_playprof_merges_profiles_and_names_the_collection_files_short(tmp_path)
     rows = playprof.top(playprof.merged(tmp_path), 50, "cumtime")
     work = [r for r in rows if r[0].endswith("(_work)")]
     assert len(work) == 1 and work[0][1] == 2  # one row, the calls of both profiles
-    assert playprof._name(("/x/ansible_collections/stacksync/k8s/plugins/module_utils/plan.py", 3, "f")) == \
-        "plugins/module_utils/plan.py:3(f)"
+    assert playprof._name(("/x/ansible_collections/stacksync/k8s/plugins/module_utils/engine/plan.py", 3, "f")) == \
+        "plugins/module_utils/engine/plan.py:3(f)"
     assert "| `" in playprof.markdown(rows[:2])

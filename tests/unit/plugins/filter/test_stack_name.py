@@ -8,7 +8,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.stacksync.k8s.plugins.filter.redact_url import FilterModule as RedactFilters
 from ansible_collections.stacksync.k8s.plugins.filter.stack_name import FilterModule as StackFilters
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import stack_name
 
 
 def test_filters():

@@ -7,11 +7,11 @@ the tests of one file can share the module-scoped simulator.
 
 import uuid
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.auth import build_client
-from ansible_collections.stacksync.k8s.plugins.module_utils.changeset import ChangeSet
-from ansible_collections.stacksync.k8s.plugins.module_utils.client import ApiError, quote_name
-from ansible_collections.stacksync.k8s.plugins.module_utils.manager import StackManager
-from ansible_collections.stacksync.k8s.plugins.module_utils.record import CM_BASE, object_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.changeset import ChangeSet
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackManager
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.record import CM_BASE, object_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import build_client
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError, quote_name
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 

@@ -95,7 +95,7 @@ def test_a_run_that_cannot_be_reported_fails_with_the_engines_message(info_param
 
 
 def test_an_unexpected_error_is_reported_with_its_traceback(info_params, monkeypatch):
-    from ansible_collections.stacksync.k8s.plugins.module_utils import manager
+    from ansible_collections.stacksync.k8s.plugins.module_utils.engine import manager
 
     monkeypatch.setattr(manager.StackManager, "inspect", lambda self, resources: {}["objects"])
     with pytest.raises(RunFailed) as e:

@@ -7,8 +7,8 @@ import json
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.stacksync.k8s.plugins.module_utils import runner
-from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Snapshot
-from ansible_collections.stacksync.k8s.plugins.module_utils.prepare import Desired
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.observe import Snapshot
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.prepare import Desired
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, run_stack
 
 from .simengine import client_of, cm_path, configmap, gone, live, namespace, unique
@@ -132,7 +132,7 @@ def test_parameters_the_run_cannot_use_fail_before_any_request(params, args, mes
 
 
 def test_an_unexpected_error_says_what_failed_without_dumping_objects(params, monkeypatch):
-    from ansible_collections.stacksync.k8s.plugins.module_utils import manager
+    from ansible_collections.stacksync.k8s.plugins.module_utils.engine import manager
 
     def broken(self, resources):
         raise KeyError("spec")

@@ -6,7 +6,7 @@ import re
 import subprocess
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import stack_name
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import checkout as co
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"]

@@ -2,10 +2,10 @@
 emits from its stack runs."""
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils import approval as A
-from ansible_collections.stacksync.k8s.plugins.module_utils import plan_file as pf
-from ansible_collections.stacksync.k8s.plugins.module_utils.observe import Snapshot
-from ansible_collections.stacksync.k8s.plugins.module_utils.plan import Plan, PrunePlan
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import approval as A
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import plan_file as pf
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.observe import Snapshot
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.plan import Plan, PrunePlan
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import plans
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

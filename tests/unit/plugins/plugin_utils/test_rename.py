@@ -1,6 +1,6 @@
 """plugin_utils/rename.py: which stacks named otherwise before 0.2.0 a sync takes over, and what it reports."""
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import legacy_stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import legacy_stack_name
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import rename as rn
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 

@@ -15,15 +15,15 @@ import pytest
 import yaml
 from ansible.errors import AnsibleError
 from ansible.parsing.vault import VaultLib, VaultSecret
-from ansible_collections.stacksync.k8s.plugins.module_utils import validation
-from ansible_collections.stacksync.k8s.plugins.module_utils.constants import SOURCE_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import SOURCE_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import validation
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import render as R
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import render_common, render_files, render_kustomize
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import render
 
 from tests.conftest import REPO
 from tests.tools.render_bench import write_repo
-from tests.unit.plugins.module_utils.test_validation import BAD_MANIFESTS
+from tests.unit.plugins.module_utils.engine.test_validation import BAD_MANIFESTS
 
 FIXTURES = REPO / "tests" / "fixtures" / "render"
 HAVE_KUSTOMIZE = render_kustomize.default_kustomize_command() is not None

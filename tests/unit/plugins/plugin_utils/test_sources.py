@@ -1,8 +1,8 @@
 """plugin_utils/sources.py: sources resolved and checked, dependency order, results, summary and stats."""
 
 import pytest
-from ansible_collections.stacksync.k8s.plugins.module_utils import gate
-from ansible_collections.stacksync.k8s.plugins.module_utils.naming import stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import stack_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import gate
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 
 DEFAULTS = {"version": "main", "path": "manifests", "prune": True}
