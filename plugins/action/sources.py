@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin of ``stacksync.k8s.sources``: fetch, render, apply every stack, then prune what the prune gate lets.
 
-The I/O is here (git checkouts, the manifests lookup, ``stacksync.k8s.stack`` runs, the lines printed);
+The I/O is here (git checkouts, rendering, the engine's runs of each stack, the lines printed);
 what to run in which order and how results read is in ``plugin_utils/sources.py``.
 """
 
@@ -21,7 +21,6 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.stacksync.k8s.plugins.module_utils.base import vocabulary
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import approval as A
-from ansible_collections.stacksync.k8s.plugins.module_utils.info import ARGUMENT_SPEC as INFO_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, write_plan
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import plans
@@ -32,11 +31,10 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils import summary as re
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.caller import caller_ds
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout, run_token
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.rendering import render_terms
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import STACK, STACK_INFO, ModuleRuns
 
 display = Display()
 
-STACK = "stacksync.k8s.stack"
-INFO = "stacksync.k8s.stack_info"
 #: the collection's directory as imported (a development checkout linked as a collection has another real path)
 COLLECTION_ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -79,6 +77,7 @@ class ActionModule(ActionBase):
         self._sources = dict((s["stack"], s) for s in sources)
         self._emitting = bool(self._task.check_mode and (params["emit_plan"] or params["plan_file"]))
         self._notes = []
+        self._runs = None  # where the stack runs go: decided at the first (plugin_utils/stack_action.py)
         prepared = [self._prepare(s, params, task_vars) for s in sources]
         entries = self._sync(prepared, params, task_vars)
         if params["summary"]:
@@ -203,26 +202,32 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg=e.msg)
 
     def _run_stack(self, args, task_vars, module=STACK, announce=None):
-        """The result of a ``stacksync.k8s.stack`` (or ``module``) run of ``args``; ``announce(verb, done, total)`` is
-        told of its progress as it writes (the first call prints the line that says what it is writing)."""
+        """The result of a ``stacksync.k8s.stack`` (or ``module``, :data:`.stack_action.STACK_INFO`) run of ``args``:
+        the engine called in this process, or the module run as a module process (:class:`.stack_action.ModuleRuns`,
+        decided once for the task); ``announce(verb, done, total)`` is told of its progress as it writes (the first
+        call prints the line that says what it is writing)."""
         source = self._sources.get(args["name"]) or {}  # a stack of an older name (rename.py) speaks as its source
         names = vocabulary.stack_names(self._caller, source.get("index"), args, source.get("given") or ())
-        task = self._task.copy(exclude_parent=False, exclude_tasks=True)
-        task.args = args
-        action = self._shared_loader_obj.action_loader.get(
-            module, task=task, connection=self._connection, play_context=self._play_context, loader=self._loader,
-            templar=self._templar, shared_loader_obj=self._shared_loader_obj)
-        action.rendered_by_caller = isinstance(args.get("resources"), list)  # rendered by _prepare: not copied again
-        action.stacksync_progress = announce
-        action.stacksync_vocabulary = names  # in the controller's process; a module process speaks the module's
-        return action.run(task_vars=task_vars)
+        validated, error = module.validate(args)
+        if error:
+            return dict(failed=True, msg=error)
+        if self._runs is None:
+            self._runs = ModuleRuns(self, task_vars)
+        try:
+            self._runs.module_process_reasons()
+        except TypeError as e:
+            return dict(failed=True, msg="stacksync_in_process: %s" % e)
+        # resources rendered by _prepare: plain values, this task's own, not copied again
+        return self._runs.run(module, dict(args), validated.validated_parameters, validated,
+                              rendered=isinstance(args.get("resources"), list), announce=announce, vocabulary=names)
 
     # -- stacks named otherwise before 0.2.0: taken over once (plugin_utils/rename.py) -------------
 
     def _record(self, name, source, params, task_vars):
         """``(read, record)`` of stack ``name`` with ``source``'s connection (``stack_info``; ``{}``: no record)."""
         args = sp.stack_args(dict(source, stack=name, state="absent"), "", None, params, "prune")
-        res = self._run_stack(dict((k, v) for k, v in args.items() if k in INFO_SPEC), task_vars, INFO)
+        res = self._run_stack(dict((k, v) for k, v in args.items() if k in STACK_INFO.argument_spec), task_vars,
+                              STACK_INFO)
         if res.get("failed"):
             self._say(source["stack"], "cannot read the record of stack %s, so the stack of this source's name before "
                                        "0.2.0 is not taken over: %s" % (name, res.get("msg")))

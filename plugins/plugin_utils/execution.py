@@ -128,19 +128,3 @@ def interpreter_reason(interpreter, controller_python, how=None):
             interpreter if interpreter else "(not known)", how, controller_python)
     return "ansible_python_interpreter %s is not the controller's Python %s" % (
         interpreter if interpreter else "(not set: interpreter discovery)", controller_python)
-
-
-def module_process_reasons(transport, become=False, async_val=0, delegate_to=None, environment=None, interpreter=None,
-                           controller_python=None, enabled=True, interpreter_how=None):
-    """Why the task must run as a module process; an empty list means it may run in the controller's process.
-
-    The arguments of :func:`task_reasons`, plus ``interpreter`` (the effective interpreter, see
-    :func:`effective_interpreter`, and ``interpreter_how``, how it was set) and ``controller_python``
-    (``sys.executable`` of the controller).
-    """
-    reasons = task_reasons(transport, become=become, async_val=async_val, delegate_to=delegate_to,
-                           environment=environment, enabled=enabled)
-    reason = interpreter_reason(interpreter, controller_python, interpreter_how)
-    if reason:
-        reasons.append(reason)
-    return reasons

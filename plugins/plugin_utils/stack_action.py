@@ -1,12 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, stacksync.k8s contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the action plugins of ``stacksync.k8s.stack`` and ``stacksync.k8s.stack_info`` share.
+"""How the action plugins run the engine's modules, ``stacksync.k8s.stack`` and ``stacksync.k8s.stack_info``.
 
-Both validate their arguments with their module's spec, render ``src`` on the controller with the
-``stacksync.k8s.manifests`` lookup, and then run their module either in the controller's process
-(when it would run on the controller with the same Python anyway, :mod:`.execution`) or as a module
-process. :class:`StackAction` holds those steps and the whole task as ``run``.
+Each engine module (:data:`STACK`, :data:`STACK_INFO`: an :class:`EngineModule`) is run with its arguments
+validated by its own spec, either in the controller's process, calling the engine (``module_utils/runner.py``,
+``module_utils/info.py``) as a function, when the task would run on the controller with the same Python anyway
+(:mod:`.execution`), or as a module process, as any module. :class:`ModuleRuns` holds that choice (made once per
+task) and both ways to run; the ``stack`` and ``stack_info`` actions (:class:`StackAction`: validate, render ``src``,
+run) and the ``sources`` action (one run per stack and phase, its manifests already rendered) use it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import sys
 
 from ansible import constants as ansible_constants
@@ -26,8 +29,16 @@ from ansible.plugins.action import ActionBase
 from ansible.release import __version__ as CORE_VERSION
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.progress import Progress, interval_from_env, tee
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import spoken
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import credential_values, safe_params
-from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.gcpause import paused
+from ansible_collections.stacksync.k8s.plugins.module_utils.info import ARGUMENT_SPEC as INFO_SPEC
+from ansible_collections.stacksync.k8s.plugins.module_utils.info import MUTUALLY_EXCLUSIVE as INFO_EXCLUSIVE
+from ansible_collections.stacksync.k8s.plugins.module_utils.info import run_stack_info
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC as STACK_SPEC
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import MUTUALLY_EXCLUSIVE as STACK_EXCLUSIVE
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, run_stack, start_prefetch
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import (
     discovery_modes,
     effective_interpreter,
@@ -129,18 +140,205 @@ def run_in_process(runner, params, validated, argument_spec, rendered=False):
     return remove_values(result, no_log_values) if no_log_values else result
 
 
-class StackAction(ActionBase):
-    """A task (:meth:`run`): validate, render ``src``, then run the module in this process or as a module process.
+# -- the engine's modules, as an action runs them ------------------------------------------------------------------
 
-    Subclasses set :attr:`MODULE`, :attr:`ARGUMENT_SPEC` and :attr:`MUTUALLY_EXCLUSIVE` and implement
-    :meth:`_runner`; :meth:`_module_args` may send the module process something else than the arguments.
+class EngineModule:
+    """One of the engine's modules as an action runs it: its name and argument spec, its run in this process
+    (:meth:`runner`), what it may read ahead (:meth:`prefetch`) and its module process's arguments (:meth:`module_args`)."""
+
+    name = None
+    argument_spec = None
+    mutually_exclusive = None
+
+    def validate(self, args):
+        """``(validated, error)``: ``args`` validated with the module's spec, and the message the module would fail
+        with (None if they are valid)."""
+        validated = validate_args(args, self.argument_spec, self.mutually_exclusive)
+        return validated, validation_message(validated, self.name)
+
+    def runner(self, task, prefetch=None, announce=None):
+        """``runner(params, warn)``: the module's run in this process (see :func:`run_in_process`) for ``task``."""
+        raise NotImplementedError
+
+    def prefetch(self, params):
+        """What the run in this process may read ahead while ``src`` is rendered (an object with ``close()``), or None."""
+        return None
+
+    def module_args(self, action, args, params):
+        """The module process's arguments (``args`` with ``src`` rendered into ``resources``)."""
+        return args
+
+
+class StackModule(EngineModule):
+    """``stacksync.k8s.stack``: :func:`.runner.run_stack`."""
+
+    name = "stacksync.k8s.stack"
+    argument_spec = STACK_SPEC
+    mutually_exclusive = STACK_EXCLUSIVE
+    #: the manifests of a module process, next to the module in the task's remote temporary directory
+    RESOURCES_FILE = "stacksync-resources.json"
+
+    def runner(self, task, prefetch=None, announce=None):
+        def run(params, warn):
+            # told of the run's progress: ``-v`` lines, and ``announce`` (the sources action's lines) too
+            progress = tee(Progress(display.v, interval_from_env(os.environ), prefix="stack %s: " % params["name"]),
+                           announce)
+            return run_stack(params, check_mode=bool(task.check_mode), diff=bool(task.diff), warn=warn,
+                             verbosity=display.verbosity, progress=progress, prefetch=prefetch)
+        return run
+
+    def prefetch(self, params):
+        """The engine's first reads (discovery, record, lists of the recorded kinds), started before ``src`` is
+        rendered (``module_utils/engine/prefetch.py``); the connection options as the run gets them."""
+        return start_prefetch(plain_params(params))
+
+    def module_args(self, action, args, params):
+        """The module process's arguments: the manifests go in a file next to the module, not in its arguments.
+
+        The file is written to the task's remote temporary directory (private to the connection user,
+        made readable to a ``become`` user like the module itself, removed with it after the run).
+        Ansible would otherwise encode the manifests into the module's payload and the module would
+        decode, copy and validate them again (a fifth of a second at 1,000 objects).
+        """
+        resources = params.get("resources")
+        if not resources or params.get("state") == "absent":
+            return args
+        # pylint: disable=protected-access
+        tmpdir = action._connection._shell.tmpdir or action._make_tmp_path()
+        path = action._connection._shell.join_path(tmpdir, self.RESOURCES_FILE)
+        action._transfer_data(path, args_json(resources))
+        action._fixup_perms2((path,), execute=False)
+        args = dict(args, resources_file=path)
+        args.pop("resources", None)
+        return args
+
+
+class StackInfoModule(EngineModule):
+    """``stacksync.k8s.stack_info``: :func:`.info.run_stack_info`."""
+
+    name = "stacksync.k8s.stack_info"
+    argument_spec = INFO_SPEC
+    mutually_exclusive = INFO_EXCLUSIVE
+
+    def runner(self, task, prefetch=None, announce=None):
+        return lambda params, warn: run_stack_info(params, warn=warn)
+
+
+STACK = StackModule()
+STACK_INFO = StackInfoModule()
+
+
+# -- where and how one task runs them ----------------------------------------------------------------------------
+
+class ModuleRuns:
+    """The runs of the engine's modules by one task of an action plugin (``action``, an ``ActionBase``).
+
+    Where they run is decided once for the task (:meth:`module_process_reasons`): in this process, calling the
+    engine as a function, or as module processes through the action's connection, as any module.
     """
 
-    MODULE = None
-    ARGUMENT_SPEC = None
-    MUTUALLY_EXCLUSIVE = None
-    #: ``resources`` were rendered by the action that runs this one (``stacksync.k8s.sources``): plain values, its own
-    rendered_by_caller = False
+    def __init__(self, action, task_vars):
+        self._action = action
+        self._task_vars = task_vars
+        self._reasons = None
+
+    def module_process_reasons(self):
+        """Why the task's modules must run as module processes (empty: in this process); raises TypeError for a
+        ``stacksync_in_process`` that is not a boolean."""
+        if self._reasons is None:
+            self._reasons = module_process_reasons(self._action, self._task_vars)
+        return self._reasons
+
+    def run(self, module, args, params, validated, rendered=False, prefetch=None, announce=None, vocabulary=None):
+        """The result of ``module``'s run of validated ``params`` (``args`` as given, ``src`` rendered).
+
+        :param rendered: ``resources`` were rendered by this task: plain values, its own (:func:`run_in_process`).
+        :param prefetch: the reads ahead of :meth:`EngineModule.prefetch` (this process only; the run closes it).
+        :param announce: ``announce(verb, done, total)``, told of the run's progress (this process only).
+        :param vocabulary: the names of the options in the caller's words (:func:`.vocabulary.spoken`; this process
+            only: a module process speaks the module's).
+        """
+        action = self._action
+        host = action._play_context.remote_addr  # pylint: disable=protected-access
+        if self.module_process_reasons():
+            display.vvv("%s: running as a module process (%s)" % (module.name, "; ".join(self._reasons)), host=host)
+            return self._module_process(module, args, params)
+        display.vvv("%s: running in the controller's process" % module.name, host=host)
+        with paused(), spoken(vocabulary):  # thousands of manifests: see module_utils/engine/gcpause.py
+            result = run_in_process(module.runner(action._task, prefetch, announce), params, validated,
+                                    module.argument_spec, rendered=rendered)
+        # pylint: disable-next=protected-access
+        if action._discovered_interpreter_key:  # discovery ran here: the fact goes back, as after a module run
+            # pylint: disable-next=protected-access
+            result.setdefault("ansible_facts", {})[action._discovered_interpreter_key] = action._discovered_interpreter
+        return result
+
+    def _module_process(self, module, args, params):
+        action = self._action
+        # pylint: disable=protected-access
+        wrap_async = action._task.async_val and not action._connection.has_native_async
+        try:
+            return action._execute_module(module_name=module.name, module_args=module.module_args(action, args, params),
+                                          task_vars=self._task_vars, wrap_async=wrap_async)
+        finally:
+            if not wrap_async:  # an async task's wrapper removes the directory when the module is done
+                action._remove_tmp_path(action._connection._shell.tmpdir)
+
+
+def module_process_reasons(action, task_vars):
+    """Why ``action``'s task must run the engine's modules as module processes; empty: in the controller's process.
+
+    The task's own reasons (:func:`.execution.task_reasons`), else the interpreter's: a module process would run
+    under the interpreter ansible-core resolves for the host (:func:`effective_interpreter_of`), which must be the
+    controller's own Python. Raises TypeError for a ``stacksync_in_process`` that is not a boolean.
+    """
+    # pylint: disable=protected-access
+    enabled = task_vars.get("stacksync_in_process", True)
+    if isinstance(enabled, str):
+        enabled = action._templar.template(enabled)
+    task = action._task
+    reasons = task_reasons(
+        getattr(action._connection, "transport", None), become=action._play_context.become,
+        async_val=task.async_val, delegate_to=task.delegate_to, environment=task.environment,
+        enabled=check_type_bool(enabled))
+    if reasons:  # the module process resolves (and if need be discovers) its interpreter itself
+        return reasons
+    interpreter, how = effective_interpreter_of(action, task_vars)
+    reason = interpreter_reason(interpreter, sys.executable, how)
+    return [reason] if reason else []
+
+
+def effective_interpreter_of(action, task_vars):
+    """The Python a module process of ``action``'s task would run under (``(path, how it was set)``), as
+    ansible-core resolves it; runs interpreter discovery, as a module run would, when it is needed and has not run
+    for the host yet (the fact goes back with the run's result)."""
+    # pylint: disable=protected-access
+    configured, origin = ansible_constants.config.get_config_value_and_origin("INTERPRETER_PYTHON", variables=task_vars)
+    if isinstance(configured, str):
+        configured = action._templar.template(configured)
+    facts = task_vars.get("ansible_facts") or {}
+    interpreter, how = effective_interpreter(
+        configured, origin, discovered=facts.get(DISCOVERED_FACT),
+        remote_is_local=bool(getattr(action._connection, "_remote_is_local", False)),
+        playbook_python=task_vars.get("ansible_playbook_python"), modes=discovery_modes(CORE_VERSION))
+    if interpreter is None:
+        mode = (configured or "auto").strip() or "auto"
+        interpreter = discover_interpreter(action=action, interpreter_name="python", discovery_mode=mode,
+                                           task_vars=task_vars)
+        # as ActionBase._configure_module does: the module process (if any) uses it, and the fact goes back
+        task_vars.setdefault("ansible_facts", {})[DISCOVERED_FACT] = interpreter
+        action._discovered_interpreter_key = DISCOVERED_FACT
+        action._discovered_interpreter = interpreter
+    return interpreter, how
+
+
+# -- the stack and stack_info tasks --------------------------------------------------------------------------------
+
+class StackAction(ActionBase):
+    """A ``stack`` or ``stack_info`` task (:meth:`run`): validate, render ``src``, then run :attr:`ENGINE` (an
+    :class:`EngineModule`) in this process or as a module process (:class:`ModuleRuns`)."""
+
+    ENGINE = None
 
     TRANSFERS_FILES = False
     _supports_check_mode = True
@@ -150,114 +348,44 @@ class StackAction(ActionBase):
         task_vars = task_vars if task_vars is not None else {}
         result = super(StackAction, self).run(tmp, task_vars)
         del tmp
+        with paused():  # the task's worker process builds and reads thousands of manifests (gcpause.py)
+            return self._run(result, task_vars)
+
+    def _run(self, result, task_vars):
         args = dict(self._task.args)
-        validated = validate_args(args, self.ARGUMENT_SPEC, self.MUTUALLY_EXCLUSIVE)
-        error = validation_message(validated, self.MODULE)
+        validated, error = self.ENGINE.validate(args)
         if error:
             result.update(failed=True, msg=error)
             return result
         params = validated.validated_parameters
+        runs = ModuleRuns(self, task_vars)
         try:
-            reasons = self._module_process_reasons(task_vars)
+            in_process = not runs.module_process_reasons()
         except TypeError as e:
             result.update(failed=True, msg="stacksync_in_process: %s" % e)
             return result
-        self._prefetched = None if reasons else self._prefetch(params)  # reads ahead while src is rendered
+        prefetch = self.ENGINE.prefetch(params) if in_process else None  # reads ahead while src is rendered
         try:
-            return self._run_task(result, args, params, validated, reasons, task_vars)
-        finally:
-            if self._prefetched is not None:
-                self._prefetched.close()
-
-    def _run_task(self, result, args, params, validated, reasons, task_vars):
-        """:meth:`run` once the arguments are valid and where the module runs is known."""
-        try:
-            self._render_src(args, params, task_vars)
-        except AnsibleError as e:
-            result.update(failed=True, msg=str(e))
-            return result
-        if reasons:
-            display.vvv("%s: running as a module process (%s)" % (self.MODULE, "; ".join(reasons)),
-                        host=self._play_context.remote_addr)
-            wrap_async = self._task.async_val and not self._connection.has_native_async
             try:
-                module_args = self._module_args(args, params)
-                result = merge_hash(result, self._execute_module(module_name=self.MODULE, module_args=module_args,
-                                                                 task_vars=task_vars, wrap_async=wrap_async))
-            finally:
-                if not wrap_async:  # an async task's wrapper removes the directory when the module is done
-                    self._remove_tmp_path(self._connection._shell.tmpdir)
-            return result
-        display.vvv("%s: running in the controller's process" % self.MODULE, host=self._play_context.remote_addr)
-        result.update(self._run_in_process(params, validated))
-        if self._discovered_interpreter_key:  # discovery ran here: the fact goes back, as after a module run
-            result.setdefault("ansible_facts", {})[self._discovered_interpreter_key] = self._discovered_interpreter
-        return result
-
-    def _runner(self, params, warn):
-        """The module's run on validated ``params`` (see :func:`run_in_process`)."""
-        raise NotImplementedError
-
-    def _prefetch(self, params):
-        """What the run in this process may read ahead while ``src`` is rendered (an object with ``close()``), or None."""
-        return None
-
-    def _module_args(self, args, params):
-        """The module process's arguments (``args`` with ``src`` rendered into ``resources``)."""
-        return args
+                rendered = self._render_src(args, params, task_vars)
+            except AnsibleError as e:
+                result.update(failed=True, msg=str(e))
+                return result
+            return merge_hash(result, runs.run(self.ENGINE, args, params, validated, rendered=rendered,
+                                               prefetch=prefetch))
+        finally:
+            if prefetch is not None:  # the run closes it too
+                prefetch.close()
 
     def _render_src(self, args, params, task_vars):
-        """Replace ``src`` (and ``render``) of ``args`` and ``params`` with the manifests it renders to, if given."""
-        self._rendered = self.rendered_by_caller
+        """Replace ``src`` (and ``render``) of ``args`` and ``params`` with the manifests it renders to, if given;
+        whether it did."""
         if params.get("src") is None:
-            return
-        resources = self._render(params["src"], params.get("render") or {}, task_vars)
-        self._rendered = True
+            return False
+        resources = render_terms([params["src"]], task_vars, self._loader, self._templar, **(params.get("render") or {}))
         params["resources"] = resources
         for name in ("src", "render"):
             args.pop(name, None)
             params.pop(name, None)
         args["resources"] = resources
-
-    def _render(self, src, options, task_vars):
-        """The manifests under ``src``, rendered as the manifests lookup renders them (templates, vault, kustomize)."""
-        return render_terms([src], task_vars, self._loader, self._templar, **options)
-
-    def _module_process_reasons(self, task_vars):
-        enabled = task_vars.get("stacksync_in_process", True)
-        if isinstance(enabled, str):
-            enabled = self._templar.template(enabled)
-        reasons = task_reasons(
-            getattr(self._connection, "transport", None), become=self._play_context.become,
-            async_val=self._task.async_val, delegate_to=self._task.delegate_to, environment=self._task.environment,
-            enabled=check_type_bool(enabled))
-        if reasons:  # the module process resolves (and if need be discovers) its interpreter itself
-            return reasons
-        interpreter, how = self._effective_interpreter(task_vars)
-        reason = interpreter_reason(interpreter, sys.executable, how)
-        return [reason] if reason else []
-
-    def _effective_interpreter(self, task_vars):
-        """The Python a module process would run under (``(path, how it was set)``), as ansible-core resolves it;
-        runs interpreter discovery, as a module run would, when it is needed and has not run for the host yet."""
-        configured, origin = ansible_constants.config.get_config_value_and_origin("INTERPRETER_PYTHON", variables=task_vars)
-        if isinstance(configured, str):
-            configured = self._templar.template(configured)
-        facts = task_vars.get("ansible_facts") or {}
-        interpreter, how = effective_interpreter(
-            configured, origin, discovered=facts.get(DISCOVERED_FACT),
-            remote_is_local=bool(getattr(self._connection, "_remote_is_local", False)),
-            playbook_python=task_vars.get("ansible_playbook_python"), modes=discovery_modes(CORE_VERSION))
-        if interpreter is None:
-            mode = (configured or "auto").strip() or "auto"
-            interpreter = discover_interpreter(action=self, interpreter_name="python", discovery_mode=mode,
-                                               task_vars=task_vars)
-            # as ActionBase._configure_module does: the module process (if any) uses it, and the fact goes back
-            task_vars.setdefault("ansible_facts", {})[DISCOVERED_FACT] = interpreter
-            self._discovered_interpreter_key = DISCOVERED_FACT
-            self._discovered_interpreter = interpreter
-        return interpreter, how
-
-    def _run_in_process(self, params, validated):
-        """The module's result, computed here (see :func:`run_in_process`)."""
-        return run_in_process(self._runner, params, validated, self.ARGUMENT_SPEC, rendered=self._rendered)
+        return True

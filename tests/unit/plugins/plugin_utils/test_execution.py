@@ -9,12 +9,17 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import (
     describe_origin,
     effective_interpreter,
     interpreter_reason,
-    module_process_reasons,
     same_python,
     task_reasons,
 )
 
 PY = sys.executable
+
+
+def module_process_reasons(transport, interpreter=None, controller_python=None, interpreter_how=None, **task):
+    """Every reason the task needs a module process: the task's (:func:`task_reasons`), then the interpreter's."""
+    reason = interpreter_reason(interpreter, controller_python, interpreter_how)
+    return task_reasons(transport, **task) + ([reason] if reason else [])
 
 
 def test_the_implicit_localhost_runs_in_the_controller_process():
@@ -184,21 +189,21 @@ OTHERS = [{"stack": "b", "source": "b-src", "namespace": "", "earlier": True, "o
 ])
 def test_validate_is_the_argument_spec_validator_without_the_copy(args):
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-    from ansible_collections.stacksync.k8s.plugins.action.stack import validate
     from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE
+    from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import STACK
 
     expected = ArgumentSpecValidator(ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE).validate(args)
-    got = validate(args)
+    got, _error = STACK.validate(args)
     assert got.error_messages == expected.error_messages
     if not expected.error_messages:
         assert got.validated_parameters == expected.validated_parameters
 
 
 def test_validate_keeps_the_manifests_as_they_are():
-    from ansible_collections.stacksync.k8s.plugins.action.stack import validate
+    from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import STACK
 
-    assert validate(dict(name="s", resources=MANIFESTS)).validated_parameters["resources"] is MANIFESTS
-    assert validate(dict(name="s", other_sources=OTHERS)).validated_parameters["other_sources"] is OTHERS
+    assert STACK.validate(dict(name="s", resources=MANIFESTS))[0].validated_parameters["resources"] is MANIFESTS
+    assert STACK.validate(dict(name="s", other_sources=OTHERS))[0].validated_parameters["other_sources"] is OTHERS
 
 
 def test_read_resources_file(tmp_path):

@@ -130,6 +130,7 @@ from ansible.template import Templar  # noqa: E402
 from ansible.vars.manager import VariableManager  # noqa: E402
 from ansible_collections.stacksync.k8s.plugins.action import stack as stack_plugin  # noqa: E402
 from ansible_collections.stacksync.k8s.plugins.action import stack_info as stack_info_plugin  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import stack_action  # noqa: E402
 
 from tests.unit.plugins.module_utils.simengine import client_of, configmap, namespace, sync, unique  # noqa: E402
 
@@ -273,14 +274,14 @@ def test_the_interpreter_is_the_one_ansible_core_would_run_the_module_with(tmp_p
 
     monkeypatch.setattr("ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action.discover_interpreter",
                         discover_interpreter)
-    interpreter, how = plugin._effective_interpreter(task_vars)
+    interpreter, how = stack_action.effective_interpreter_of(plugin, task_vars)
     if isinstance(expected, tuple):  # ansible-core would run discovery first, in the mode configured
         assert ran == [expected[1] or "auto"] and interpreter == "/discovered/python3"
         assert task_vars["ansible_facts"]["discovered_interpreter_python"] == interpreter  # as a module run leaves it
         assert how.startswith("interpreter discovery")
     else:
         assert ran == [] and interpreter == expected, how
-    in_process = not plugin._module_process_reasons(task_vars)
+    in_process = not stack_action.module_process_reasons(plugin, task_vars)
     assert in_process is (interpreter == PY), (way, interpreter)
 
 
@@ -291,4 +292,90 @@ def test_a_connection_that_runs_modules_on_the_controller_uses_the_playbook_pyth
                                   host="box")
     plugin, _task = action(loader, "stacksync.k8s.stack_info", {"name": "s"}, task_vars)
     plugin._connection._remote_is_local = True  # as network connection plugins set it
-    assert plugin._effective_interpreter(task_vars)[0] == ansible_cores_choice(task_vars, loader, remote_is_local=True) == PY
+    assert stack_action.effective_interpreter_of(plugin, task_vars)[0] == ansible_cores_choice(task_vars, loader, remote_is_local=True) == PY
+
+
+# -- the sources action: the engine called as a function, no action plugin loaded -------------------------------
+import json as _json  # noqa: E402
+import subprocess  # noqa: E402
+
+import yaml  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.action import sources as sources_plugin  # noqa: E402
+
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"]
+
+
+class NoActionLoader:
+    """ansible-core's plugin loaders, but an action plugin may not be loaded."""
+
+    def __getattr__(self, name):
+        if name == "action_loader":
+            raise AssertionError("an action plugin was loaded")
+        return getattr(plugin_loaders, name)
+
+
+def sources_action(loader, args, task_vars, check_mode=False):
+    task = Task.load({"action": "stacksync.k8s.sources", "args": args, "check_mode": check_mode}, loader=loader)
+    play_context = PlayContext()
+    conn = plugin_loaders.connection_loader.get("local", play_context, "/dev/null")
+    return sources_plugin.ActionModule(task=task, connection=conn, play_context=play_context, loader=loader,
+                                       templar=Templar(loader=loader, variables=task_vars),
+                                       shared_loader_obj=NoActionLoader())
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_the_sources_action_calls_the_engine_itself(kubesim, tmp_path, monkeypatch, check_mode):
+    ns, stack = unique("direct"), unique("s")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "apps.yaml").write_text("---\n".join(yaml.safe_dump(m) for m in (namespace(ns), configmap("a", ns))))
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "apps"]):
+        subprocess.run([*GIT, *command], cwd=work, check=True, capture_output=True)
+    loader, task_vars = host_vars(tmp_path)
+    args = dict(sources=[dict(repo=f"file://{work}", stack=stack)], kubeconfig=kubesim.kubeconfig,
+                cache_dir=str(tmp_path / "cache"), discovery_cache_dir=str(tmp_path / "discovery"), summary=False)
+    plugin = sources_action(loader, args, task_vars, check_mode=check_mode)
+
+    def no_module_process(*_a, **_kw):
+        raise AssertionError("a module process was started")
+
+    monkeypatch.setattr(plugin, "_execute_module", no_module_process)
+    result = plugin.run(task_vars=task_vars)
+    assert not result.get("failed"), result
+    [entry] = result["ansible_facts"]["stacksync_results"]
+    assert entry["stack"] == stack and entry["counts"]["created"] == 2, entry
+    client = client_of(kubesim)
+    try:
+        found = client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/a")
+    finally:
+        client.close()
+    assert (found is None) is check_mode, found  # check mode wrote nothing; the sync wrote it
+
+
+def test_the_sources_action_runs_a_module_process_where_the_task_needs_one(kubesim, tmp_path, monkeypatch):
+    loader, task_vars = host_vars(tmp_path)
+    task_vars["stacksync_in_process"] = False
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "apps.yaml").write_text(_json.dumps(configmap("a", "default")))
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "apps"]):
+        subprocess.run([*GIT, *command], cwd=work, check=True, capture_output=True)
+    stack = unique("s")
+    args = dict(sources=[dict(repo=f"file://{work}", stack=stack)], kubeconfig=kubesim.kubeconfig,
+                cache_dir=str(tmp_path / "cache"), summary=False)
+    plugin = sources_action(loader, args, task_vars)
+    started = []
+
+    def module_process(module_name, module_args, task_vars, wrap_async):
+        started.append((module_name, sorted(module_args)))
+        return {"changed": False, "failed": True, "msg": "not this time"}
+
+    monkeypatch.setattr(plugin, "_execute_module", module_process)
+    monkeypatch.setattr(plugin, "_transfer_data", lambda path, data: path)
+    monkeypatch.setattr(plugin, "_fixup_perms2", lambda paths, execute=False: None)
+    monkeypatch.setattr(plugin, "_make_tmp_path", lambda: str(tmp_path / "remote"))
+    monkeypatch.setattr(plugin, "_remove_tmp_path", lambda path: None)
+    result = plugin.run(task_vars=task_vars)
+    assert result["failed"] and "not this time" in result["msg"], result
+    [(module, names)] = started  # the apply run failed: nothing pruned, nothing else run
+    assert module == "stacksync.k8s.stack" and "resources_file" in names and "resources" not in names, names

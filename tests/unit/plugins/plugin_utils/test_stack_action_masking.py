@@ -47,16 +47,18 @@ def test_a_no_log_value_is_still_masked_throughout_the_result():
 def test_stack_info_action_runs_with_the_garbage_collector_paused(monkeypatch):
     import gc
 
+    from ansible.plugins.action import ActionBase
     from ansible_collections.stacksync.k8s.plugins.action import stack_info
     from ansible_collections.stacksync.k8s.plugins.plugin_utils import stack_action
 
     seen = []
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, result, task_vars):
         seen.append(gc.isenabled())
         return {"changed": False}
 
-    monkeypatch.setattr(stack_action.StackAction, "run", run)
+    monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    monkeypatch.setattr(stack_action.StackAction, "_run", run)
     action = stack_info.ActionModule.__new__(stack_info.ActionModule)  # run() is all this test calls
     was = gc.isenabled()
     gc.enable()  # whatever an earlier test in this process left it at
