@@ -80,7 +80,8 @@ def run(outdir, argv):
 
 def merged(outdir):
     """One ``pstats.Stats`` of every profile in ``outdir``."""
-    files = sorted(str(p) for p in Path(outdir).glob("*.prof"))
+    # a worker that ansible-playbook stops before it returns (the last task's) leaves an empty file
+    files = sorted(str(p) for p in Path(outdir).glob("*.prof") if p.stat().st_size)
     if not files:
         raise SystemExit(f"no profiles in {outdir}")
     return pstats.Stats(*files, stream=io.StringIO())
