@@ -106,11 +106,11 @@ class ActionModule(ActionBase):
             self._emit(result, prepared, params)
         failed = [e["stack"] for e in entries if e["failed"]]
         if failed:
-            # the message is the error; a failed task's facts and stats are dropped by Ansible, and Ansible prints
-            # its whole result: the objects left unchanged are not listed there (thousands, for a large stack)
+            # the message is the error; a failed task's facts and stats are dropped by Ansible, which prints its whole
+            # result (the entries list the objects written, not the thousands left unchanged)
             del result["ansible_facts"], result["ansible_stats"]
             result.update(failed=True, failed_stacks=failed, msg=report.failure_message(entries),
-                          stacksync_results=[report.written_only(e) for e in entries])
+                          stacksync_results=entries)
         return result
 
     # -- the edges: git, rendering, stack runs ------------------------------------------------------
