@@ -106,11 +106,11 @@ class ActionModule(ActionBase):
             self._emit(result, prepared, params)
         failed = [e["stack"] for e in entries if e["failed"]]
         if failed:
-            # the message is the error; a failed task's facts and stats are dropped by Ansible, and Ansible prints
-            # its whole result: the objects left unchanged are not listed there (thousands, for a large stack)
+            # the message is the error; a failed task's facts and stats are dropped by Ansible, which prints its whole
+            # result (the entries list the objects written, not the thousands left unchanged)
             del result["ansible_facts"], result["ansible_stats"]
             result.update(failed=True, failed_stacks=failed, msg=report.failure_message(entries),
-                          stacksync_results=[report.written_only(e) for e in entries])
+                          stacksync_results=entries)
         return result
 
     # -- the edges: git, rendering, stack runs ------------------------------------------------------
@@ -124,9 +124,6 @@ class ActionModule(ActionBase):
         if source["state"] == "absent":
             return source, "", None, None
         started = time.monotonic()
-        # fetched once per run of this task for every host; a later task (another include of the role, a
-        # second play) fetches again, so a play that commits and then syncs sees its commit
-        token = "%s/%s" % (run_token(), self._task._uuid)
         try:
             co = self._checkout(source, params)
         except CheckoutError as e:
@@ -140,25 +137,21 @@ class ActionModule(ActionBase):
         def render():
             return render_terms([src], task_vars, self._loader, self._templar, root=root, **options)
 
-        shared = False
-        try:
-            if len(task_vars.get("ansible_play_hosts_all") or ()) > 1:  # once for every host if it can (rendercache.py)
-                resources, shared = rc.rendered_once(os.path.join(root, ".git"), token,
-                                                     rc.cache_key(token, co["commit"], src, options),
-                                                     lambda: rc.host_independent(src, root), render)
-            else:
-                resources = render()
+        try:  # once for every host and run while its files stay the same, if it can (rendercache.py)
+            resources, kept = rc.rendered_once(os.path.join(root, ".git"), rc.cache_key(co["tree"], src, root, options),
+                                               lambda: rc.host_independent(src, root), render)
         except AnsibleError as e:
             return source, co["commit"], None, str(e)
         display.vv("stacksync [%s] stack %s: %s commit %s, %d objects %s in %.1f s"
                    % (self._host, source["stack"], "fetched" if co["fetched"] else "reused", co["commit"][:12],
-                      len(resources), "read from this run's render (host-independent)" if shared else "rendered",
-                      time.monotonic() - started))
+                      len(resources), "read from the render kept for its files (host-independent)" if kept
+                      else "rendered", time.monotonic() - started))
         return source, co["commit"], resources, None
 
     def _checkout(self, source, params):
         """The checkout of ``source``: its version, or the approved plan's commit of its stack (reported if the
-        version now resolves elsewhere)."""
+        version now resolves elsewhere). Fetched once per run of this task for every host; a later task (another
+        include of the role, a second play) fetches again, so a play that commits and then syncs sees its commit."""
         token = "%s/%s" % (run_token(), self._task._uuid)
         co = checkout(source["repo"], source["version"], params["cache_dir"], token=token)
         commit = plans.pinned(self._approved, source["stack"])

@@ -416,8 +416,7 @@ failed_stacks:
   sample: [apps]
 stacksync_results:
   description:
-    - When a stack failed, the entries of RV(ansible_facts.stacksync_results) (a failed task sets no facts), with
-      C(applied) listing only the objects written (created or configured), as Ansible prints the whole result.
+    - When a stack failed, the entries of RV(ansible_facts.stacksync_results) (a failed task sets no facts).
   returned: when a stack failed
   type: list
   elements: dict
@@ -434,7 +433,8 @@ ansible_facts:
           C(commit), C(state), C(objects), C(depends_on), C(changed), C(failed), C(msg), C(pruning) (V(done),
           V(disabled), V(not run) or V(failed)), C(counts) (created, configured, unchanged, pruned, skipped),
           C(health) (V(not checked) unless the objects written were waited for, else V(healthy) or V(unhealthy)),
-          C(applied), C(pruned), C(skipped), C(marked) (marked for pruning, with C(prune_after); see
+          C(applied) (the objects written, created or configured; those left unchanged are counted in
+          C(counts.unchanged), not listed), C(pruned), C(skipped), C(marked) (marked for pruning, with C(prune_after); see
           O(prune_grace)), C(unhealthy) (applied objects waited for that are not healthy, with C(health) and
           C(health_reason)), C(warnings) and C(seconds).
       type: list

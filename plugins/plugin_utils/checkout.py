@@ -219,7 +219,8 @@ def _read(path):
 
 
 def checkout(repo, version, cache_dir, token=None):
-    """Check out ``version`` of ``repo`` under ``cache_dir``; ``{"dir", "commit", "fetched"}``.
+    """Check out ``version`` of ``repo`` under ``cache_dir``; ``{"dir", "commit", "tree", "fetched"}`` (``tree``: the
+    commit's root tree, what the working tree holds).
 
     With ``token`` (see :func:`run_token`) a checkout already fetched under the same token is reused as it is.
     ``repo`` and ``version`` are checked first (:func:`check_source`: reason :data:`REFUSED`).
@@ -237,7 +238,8 @@ def checkout(repo, version, cache_dir, token=None):
         if not os.path.isdir(os.path.join(dest, ".git")):
             git.run("init", "--quiet")
         elif token and _read(marker) == token:
-            return {"dir": dest, "commit": git.run("rev-parse", "HEAD"), "fetched": False}
+            commit, tree = git.run("rev-parse", "HEAD", "HEAD^{tree}").split()
+            return {"dir": dest, "commit": commit, "tree": tree, "fetched": False}
         else:
             # a clone by ansible.builtin.git (role stacksync.k8s.source before 0.2.0) keeps the URL in a remote
             for remote in git.run("remote").split():
@@ -247,7 +249,7 @@ def checkout(repo, version, cache_dir, token=None):
         git.run("clean", "--quiet", "-ffdx")
         with open(marker, "w") as f:
             f.write(token or "")
-        return {"dir": dest, "commit": commit, "fetched": True}
+        return {"dir": dest, "commit": commit, "tree": git.run("rev-parse", "HEAD^{tree}"), "fetched": True}
     finally:
         os.close(fd)
 

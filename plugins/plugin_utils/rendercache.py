@@ -1,21 +1,25 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, stacksync.k8s contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A source rendered once for every host of one run, when its manifests cannot depend on the host.
+"""A source's render kept for every host and every later run, when its manifests cannot depend on the host.
 
 ``stacksync.k8s.sources`` runs once per host (a cluster), each host in its own forked worker, and every
-host renders each source of the same checkout. What a source renders to depends on the host only
+host renders each source of the same checkout, run after run. What a source renders to depends on the host only
 through its templates (``*.j2``: host and play variables); plain YAML and JSON files render the same for
-every host. A source is rendered once per run (``ansible-playbook``, task) and shared when, under its
-directory (symlinks followed as the render follows them), there is:
+every host, and the same files render the same in every run. A source's render is kept and read again when,
+under its directory (symlinks followed as the render follows them), there is:
 
 * no template (a file whose name ends in ``.j2``),
 * no kustomization (its output may read what the repository does not hold: remote bases, generators),
 * no Ansible vault content (``$ANSIBLE_VAULT``, ``!vault``): decrypted values are never written to disk.
 
-The render is then kept as JSON in the checkout's ``.git`` directory (private to the controller user,
-like the checkout), for this run only: the first host renders while the others wait, the others read it.
-Every other source is rendered by each host, as before, and a play of one host keeps nothing.
+The render is kept as JSON in the checkout's ``.git`` directory (private to the controller user, like the
+checkout; ``git fetch`` writes nothing of the repository's there), under a key made of everything it is made of
+(:func:`cache_key`): the checkout's tree (git's content address of every file the checkout holds, whatever commit
+carries it, so a new commit of the same files finds it), the source's directory, the render's options and the
+render's own code. The first host of a run renders while the others wait, then every host of that run and of later
+runs reads it until the files change; the renders of other trees are dropped when one is kept. Every other source is
+rendered by each host in every run.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -29,6 +33,8 @@ import hashlib
 import json
 import os
 import tempfile
+
+from ansible.release import __version__ as ANSIBLE_VERSION
 
 PREFIX = "stacksync-render-"
 LOCK = "stacksync-render.lock"
@@ -67,10 +73,28 @@ def host_independent(src, root):
     return True
 
 
-def cache_key(token, commit, src, options):
-    """The key of one render: the run (``token``), the commit, the directory and the render's options."""
-    text = json.dumps([token, commit, src, options], sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+#: the files whose code makes a render (this directory's, and the manifest validator) and what ansible-core gives it
+_CODE = []
+
+
+def code_fingerprint():
+    """A digest of the code that renders: a render kept by other code is not read (computed once per process)."""
+    if not _CODE:
+        here = os.path.dirname(os.path.abspath(__file__))
+        validation = os.path.join(os.path.dirname(here), "module_utils", "engine", "validation.py")
+        digest = hashlib.sha256(ANSIBLE_VERSION.encode("utf-8"))
+        for path in [*sorted(glob.glob(os.path.join(here, "*.py"))), validation]:
+            with contextlib.suppress(IOError, OSError), open(path, "rb") as f:
+                digest.update(f.read())
+        _CODE.append(digest.hexdigest()[:16])
+    return _CODE[0]
+
+
+def cache_key(tree, src, root, options):
+    """The key of a render: the checkout's ``tree`` (it starts the key), the directory ``src`` in the checkout
+    ``root``, the render's ``options`` and :func:`code_fingerprint`."""
+    text = json.dumps([tree, os.path.relpath(src, root), options, code_fingerprint()], sort_keys=True, default=str)
+    return "%s-%s" % (tree, hashlib.sha256(text.encode("utf-8")).hexdigest()[:32])
 
 
 @contextlib.contextmanager
@@ -83,52 +107,54 @@ def _locked(directory):
         os.close(fd)
 
 
-NOT_SHARED = "not shared"  # what the first host found: each host renders this source itself
+NOT_SHARED = "not shared"  # what the first render found: each host renders this source itself, in every run
 
 
-def _read(path, token):
-    """The manifests kept for this run (``token``), :data:`NOT_SHARED`, or None (nothing for this run)."""
+def _read(path):
+    """The manifests kept at ``path``, :data:`NOT_SHARED`, or None (nothing kept)."""
     try:
         with open(path) as f:
             data = json.load(f)
     except (IOError, OSError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("token") != token:
+    if not isinstance(data, dict) or not isinstance(data.get("shared"), bool):
         return None
-    return data.get("manifests") if data.get("shared") else NOT_SHARED
+    return data.get("manifests") if data["shared"] else NOT_SHARED
 
 
-def _write(directory, path, token, manifests):
-    """Keep the render (atomically; None: :data:`NOT_SHARED`), and drop what earlier runs kept (other keys)."""
+def _write(directory, key, manifests):
+    """Keep the render of ``key`` (atomically; None: :data:`NOT_SHARED`), and drop the renders of other trees."""
+    tree = key.split("-", 1)[0]
     for old in glob.glob(os.path.join(directory, PREFIX + "*.json")):
-        if old != path:
+        if not os.path.basename(old).startswith(PREFIX + tree + "-"):
             with contextlib.suppress(OSError):
                 os.remove(old)
-    text = json.dumps({"token": token, "shared": manifests is not None, "manifests": manifests}, separators=(",", ":"))
+    text = json.dumps({"shared": manifests is not None, "manifests": manifests}, separators=(",", ":"))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + PREFIX)
     with os.fdopen(fd, "w") as f:
         f.write(text)
-    os.rename(tmp, path)
+    os.rename(tmp, os.path.join(directory, PREFIX + key + ".json"))
 
 
-def rendered_once(git_dir, token, key, shareable, render):
-    """``(manifests, shared)``: this run's render of a source read from ``git_dir`` (``shared`` True), or ``render()``.
+def rendered_once(git_dir, key, shareable, render):
+    """``(manifests, kept)``: the render of ``key`` kept in ``git_dir`` (``kept`` True), or ``render()``.
 
-    The first host of the run checks ``shareable()`` under a lock: if it holds, it renders and keeps the render
-    for the others, which wait for it; if not, it says so and every host renders on its own, in parallel."""
+    With nothing kept, the first host checks ``shareable()`` under a lock: if it holds, it renders and keeps the
+    render for the other hosts, which wait for it, and for later runs; if not, it says so and every host renders on
+    its own, in parallel, in this run and the next."""
     path = os.path.join(git_dir, PREFIX + key + ".json")
-    found = _read(path, token)  # written atomically: whole or absent
+    found = _read(path)  # written atomically: whole or absent
     if found is None:
         with _locked(git_dir):
-            found = _read(path, token)
+            found = _read(path)
             if found is None and shareable():
                 manifests = render()
                 with contextlib.suppress(IOError, OSError, TypeError, ValueError):  # not JSON: not kept
-                    _write(git_dir, path, token, manifests)
+                    _write(git_dir, key, manifests)
                 return manifests, False
             if found is None:
                 with contextlib.suppress(IOError, OSError):
-                    _write(git_dir, path, token, None)
+                    _write(git_dir, key, None)
                 found = NOT_SHARED
     if found == NOT_SHARED:
         return render(), False

@@ -18,6 +18,7 @@ from collections import namedtuple
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import legacy_stack_name, redact_url, source_id
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.stack_spec import BY_NAME
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import gate
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.changeset import UNCHANGED
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.confinement import POLICY_OPTIONS
 from ansible_collections.stacksync.k8s.plugins.module_utils.health import status as hs
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import AUTH_ARG_SPEC
@@ -345,6 +346,9 @@ def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False
     counts["skipped"] = len(skipped)
     applied = _refs(apply.get("applied"))
     unhealthy = [o for o in applied if o.get("health") and o["health"] not in HEALTHY]
+    # the objects written: the unchanged ones are counted, not listed (at 10,000 objects listing them cost 2 s of CPU
+    # in ansible-core, which copies, tags and templates a task's result and the role's fact entry by entry)
+    written = [o for o in applied if o.get("action") != UNCHANGED]
     # the entry names its stack: its message does not again
     msg = own_words(source["stack"], apply.get("msg", "") if apply_failed else (prune.get("msg", "") if prune_failed else ""))
     if blocked:
@@ -358,7 +362,7 @@ def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False
         "changed": bool(apply.get("changed")) or bool(prune.get("changed")),
         "failed": apply_failed or prune_failed or bool(blocked) or bool(error), "msg": msg,
         "pruning": _pruning(source, prune, prune_failed),
-        "counts": counts, "applied": applied, "pruned": _refs(prune.get("pruned")), "skipped": skipped,
+        "counts": counts, "applied": written, "pruned": _refs(prune.get("pruned")), "skipped": skipped,
         "marked": _refs(prune.get("marked")),  # prune_grace: marked for pruning, with prune_after
         "unhealthy": unhealthy, "health": _health(applied, unhealthy, health_waited and not apply_failed),
         "warnings": _merged(apply.get("warnings"), prune.get("warnings")),

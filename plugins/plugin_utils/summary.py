@@ -185,11 +185,6 @@ def _ref_keys(o):
     return dict((k, o.get(k)) for k in ("apiVersion", "kind", "namespace", "name"))
 
 
-def written_only(entry):
-    """``entry`` with only the objects it wrote in ``applied`` (a failed task's result, which Ansible prints)."""
-    return dict(entry, applied=[o for o in entry["applied"] if o.get("action") not in ("unchanged", None)])
-
-
 def failure_message(entries):
     """The error of the sync, once: each failed stack's message (a stack blocked by a dependency last)."""
     failed = [e for e in entries if e["failed"]]

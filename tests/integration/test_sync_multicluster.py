@@ -184,23 +184,28 @@ def test_second_sync_is_a_no_op_on_every_host(env):
     env.steps.append("noop")
 
 
-def test_a_source_without_templates_is_rendered_once_for_every_host(env):
-    """Issue 32: the platform source (plain YAML) is rendered by one host and read by the other; the apps source
-    (a template using inventory_hostname) is rendered by each host, as the first sync's b1 values show."""
+def test_a_source_without_templates_is_rendered_once_for_every_host_and_run(env):
+    """Issue 32: the platform source (plain YAML) is rendered by one host and read by the other, and read again by
+    both in the next run of the same files; the apps source (a template using inventory_hostname) is rendered by each
+    host in every run, as the first sync's b1 values show."""
     step(env, "render-once", "noop")
-    run = env.sync("-vv")
-    assert_ok(run)
-    lines = [line for line in run.output.splitlines() if line.startswith("stacksync [")
-             and (" objects rendered in " in line or " objects read from this run's render " in line)]
+    env.platform.write("NOTES.md", "new files: the render kept for the old ones is not read\n")
+    env.platform.commit("platform: notes")
+    kept = "read from the render kept for its files"
 
-    def outcomes(stack):
-        return sorted("read from this run's render" in line for line in lines if f" stack {stack}: " in line)
+    def outcomes(run, stack):
+        lines = [line for line in run.output.splitlines() if line.startswith("stacksync [")
+                 and (" objects rendered in " in line or f" objects {kept} " in line)]
+        return sorted(kept in line for line in lines if f" stack {stack}: " in line)
 
-    assert outcomes(env.platform_stack) == [False, True], lines
-    assert outcomes(env.apps_stack) == [False, False], lines
-    for cluster in CLUSTERS:
-        assert run.recap[cluster]["changed"] == 0, run.tail()
-        assert env.configmap(cluster, "beta", "b1")["data"] == {"greeting": "hello", "cluster": cluster}
+    for expected in ([False, True], [True, True]):  # new files, then the same files in the next run
+        run = env.sync("-vv")
+        assert_ok(run)
+        assert outcomes(run, env.platform_stack) == expected, run.output[-3000:]
+        assert outcomes(run, env.apps_stack) == [False, False], run.output[-3000:]
+        for cluster in CLUSTERS:
+            assert run.recap[cluster]["changed"] == 0, run.tail()
+            assert env.configmap(cluster, "beta", "b1")["data"] == {"greeting": "hello", "cluster": cluster}
 
 
 def test_new_commit_outside_the_synced_paths_changes_nothing(env):

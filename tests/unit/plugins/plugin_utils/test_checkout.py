@@ -49,6 +49,7 @@ def test_versions_resolve_like_git(tmp_path, repo):
         got = co.checkout(url, version, cache)
         assert got["commit"] == git(work, "rev-parse", ref), version
         assert git(got["dir"], "rev-parse", "HEAD") == got["commit"]
+        assert got["tree"] == git(work, "rev-parse", ref + "^{tree}"), version  # what the working tree holds
     one = git(work, "rev-parse", "v1^{commit}")
     for version in (one, one[:8]):  # a full commit is fetched by id, an abbreviated one by listing refs
         got = co.checkout(url, version, cache)
@@ -82,6 +83,13 @@ def test_updates_are_fetched_and_local_changes_discarded(tmp_path, repo):
     assert second["fetched"] and second["commit"] == git(work, "rev-parse", "HEAD") != first["commit"]
     assert read(second["dir"], "a.yaml") == "three\n"
     assert not os.path.exists(os.path.join(second["dir"], "stray.yaml"))
+    assert second["tree"] != first["tree"]
+    # a new commit of the same files: another commit, the same tree (rendercache.py keys renders by it)
+    git(work, "commit", "-q", "--allow-empty", "-m", "nothing changed")
+    git(work, "push", "-q", url, "main")
+    third = co.checkout(url, "main", cache, token="run-3")
+    assert third["commit"] != second["commit"] and third["tree"] == second["tree"]
+    assert co.checkout(url, "main", cache, token="run-3") == dict(third, fetched=False)
 
 
 def test_credentials_stay_out_of_the_checkout_and_the_messages(tmp_path, repo):
@@ -114,7 +122,8 @@ def test_a_clone_with_a_remote_loses_it_on_the_next_fetch(tmp_path, repo):
     git(cache, "clone", "-q", url, dest)
     assert url in read(dest, ".git", "config")
     got = co.checkout(url, "main", cache)
-    assert got == {"dir": dest, "commit": git(work, "rev-parse", "main"), "fetched": True}
+    assert got == {"dir": dest, "commit": git(work, "rev-parse", "main"), "tree": git(work, "rev-parse", "main^{tree}"),
+                   "fetched": True}
     config = read(dest, ".git", "config")
     assert "[remote" not in config and url not in config
 

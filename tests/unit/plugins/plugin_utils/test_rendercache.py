@@ -1,4 +1,5 @@
-"""rendercache.py: which sources render the same for every host, and one render per run shared by the hosts."""
+"""rendercache.py: which sources render the same for every host, and their render kept for every host and later run
+while the files stay the same."""
 
 import json
 import multiprocessing
@@ -60,17 +61,23 @@ class Renders:
         return self.manifests
 
 
-def test_one_render_per_run_read_by_the_other_hosts(tmp_path):
+TREE, OTHER_TREE = "a" * 40, "b" * 40
+
+
+def test_a_render_is_kept_for_the_other_hosts_and_later_runs_of_the_same_files(tmp_path):
     git = tree(tmp_path, {}) / ".git"
     manifests = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}]
     render, checks = Renders(manifests), []
     shareable = lambda: checks.append(1) or True  # noqa: E731
-    assert rc.rendered_once(str(git), "run-1", "k", shareable, render) == (manifests, False)
-    assert rc.rendered_once(str(git), "run-1", "k", shareable, render) == (manifests, True)
+    key = TREE + "-k"
+    assert rc.rendered_once(str(git), key, shareable, render) == (manifests, False)
+    assert rc.rendered_once(str(git), key, shareable, render) == (manifests, True)  # another host, or a later run
     assert render.calls == 1 and len(checks) == 1
-    assert rc.rendered_once(str(git), "run-2", "k", shareable, render) == (manifests, False)  # a later run renders again
-    assert render.calls == 2
-    assert len(list(git.glob(rc.PREFIX + "*.json"))) == 1
+    assert rc.rendered_once(str(git), TREE + "-other-source", shareable, render) == (manifests, False)
+    assert len(list(git.glob(rc.PREFIX + "*.json"))) == 2  # the renders of one tree are kept side by side
+    assert rc.rendered_once(str(git), OTHER_TREE + "-k", shareable, render) == (manifests, False)  # files changed
+    assert render.calls == 3
+    assert [p.name for p in git.glob(rc.PREFIX + "*.json")] == [rc.PREFIX + OTHER_TREE + "-k.json"]  # old trees dropped
 
 
 def test_a_source_that_is_not_shareable_is_rendered_by_every_host_and_checked_once(tmp_path):
@@ -78,10 +85,10 @@ def test_a_source_that_is_not_shareable_is_rendered_by_every_host_and_checked_on
     render, checks = Renders([]), []
     shareable = lambda: checks.append(1) or False  # noqa: E731
     for _ in range(3):
-        assert rc.rendered_once(str(git), "run", "k", shareable, render) == ([], False)
+        assert rc.rendered_once(str(git), TREE + "-k", shareable, render) == ([], False)
     assert render.calls == 3 and len(checks) == 1
-    kept = json.loads((git / (rc.PREFIX + "k.json")).read_text())
-    assert kept == {"token": "run", "shared": False, "manifests": None}  # only the verdict is kept
+    kept = json.loads((git / (rc.PREFIX + TREE + "-k.json")).read_text())
+    assert kept == {"shared": False, "manifests": None}  # only the verdict is kept
 
 
 def test_a_failed_render_keeps_nothing(tmp_path):
@@ -91,9 +98,36 @@ def test_a_failed_render_keeps_nothing(tmp_path):
         raise ValueError("a render error")
 
     with pytest.raises(ValueError):
-        rc.rendered_once(str(git), "run", "k", lambda: True, broken)
+        rc.rendered_once(str(git), TREE + "-k", lambda: True, broken)
     assert not list(git.glob(rc.PREFIX + "*.json"))
-    assert rc.rendered_once(str(git), "run", "k", lambda: True, Renders([1])) == ([1], False)
+    assert rc.rendered_once(str(git), TREE + "-k", lambda: True, Renders([1])) == ([1], False)
+
+
+@pytest.mark.parametrize("content", ["not JSON", '{"manifests": [1]}', '["shared"]', '{"shared": "yes"}'])
+def test_a_kept_file_that_is_not_a_render_is_not_read(tmp_path, content):
+    git = tree(tmp_path, {}) / ".git"
+    (git / (rc.PREFIX + TREE + "-k.json")).write_text(content)
+    assert rc.rendered_once(str(git), TREE + "-k", lambda: True, Renders([2])) == ([2], False)
+    assert rc.rendered_once(str(git), TREE + "-k", lambda: True, Renders([3])) == ([2], True)
+
+
+def test_the_key_is_everything_the_render_is_made_of(tmp_path):
+    root = str(tmp_path / "checkout")
+    options = dict(include=None, exclude=["legacy"], trusted=False)
+    key = rc.cache_key(TREE, root + "/apps", root, options)
+    assert key.startswith(TREE + "-") and key == rc.cache_key(TREE, root + "/apps", root, dict(options))
+    others = [rc.cache_key(OTHER_TREE, root + "/apps", root, options), rc.cache_key(TREE, root + "/web", root, options),
+              rc.cache_key(TREE, root, root, options), rc.cache_key(TREE, root + "/apps", root, dict(options, exclude=[]))]
+    assert len(set([key, *others])) == 5
+    # the same files checked out elsewhere (another cache directory) make the same key
+    assert rc.cache_key(TREE, "/elsewhere/apps", "/elsewhere", options) == key
+
+
+def test_a_render_kept_by_other_code_is_not_read(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    key = rc.cache_key(TREE, root, root, {})
+    monkeypatch.setattr(rc, "_CODE", ["another version"])
+    assert rc.cache_key(TREE, root, root, {}) != key
 
 
 def _host(git, log):
@@ -103,7 +137,7 @@ def _host(git, log):
         time.sleep(0.3)
         return [{"n": os.getpid()}]
 
-    manifests, shared = rc.rendered_once(git, "run", "k", lambda: True, render)
+    manifests, shared = rc.rendered_once(git, TREE + "-k", lambda: True, render)
     with open(log, "a") as f:
         f.write(f"{shared} {manifests[0]['n']}\n")
 

@@ -152,6 +152,16 @@ def test_health_says_whether_the_written_objects_were_checked():
     assert sp.stack_entry(SOURCE, COMMIT, 1, failed, None, health_waited=True)["health"] == "not checked"
 
 
+def test_an_entry_lists_the_objects_written_and_counts_the_unchanged():
+    applied = [cm("a", action="created"), cm("b", action="unchanged"), cm("c", action="configured"),
+               cm("d", action="unchanged", health="Degraded", health_reason="Failed: boom")]
+    apply = {"counts": {"created": 1, "configured": 1, "unchanged": 2}, "applied": applied}
+    e = sp.stack_entry(SOURCE, COMMIT, 4, apply, None, health_waited=True)
+    assert [o["name"] for o in e["applied"]] == ["a", "c"] and e["counts"]["unchanged"] == 2
+    assert [o["name"] for o in e["unhealthy"]] == ["d"] and e["health"] == "unhealthy"  # found among all of them
+    assert len(apply["applied"]) == 4  # the stack run's own result is untouched
+
+
 def test_unhealthy_objects_are_listed_with_their_reason():
     apply = {"counts": {}, "applied": [cm("a", action="created", health="Healthy"),
                                        cm("b", action="created", health="Degraded", health_reason="Failed: boom")]}
