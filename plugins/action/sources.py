@@ -276,7 +276,7 @@ class ActionModule(ActionBase):
         depended_on = sp.dependents([p[0] for p in prepared])
         take_overs = self._take_overs(prepared, params, task_vars)
         declarations = dict((s["stack"], sp.declared(r)) for s, _c, r, e in prepared if s["state"] == "present" and not e)
-        done, results, seconds = {}, {"apply": {}, "prune": {}}, {}
+        done, results, seconds, others_of = {}, {"apply": {}, "prune": {}}, {}, {}
         step = sp.next_step(prepared, done)
         while step is not None:
             stack = step.source["stack"]
@@ -287,7 +287,9 @@ class ActionModule(ActionBase):
                 step = sp.next_step(prepared, done)
                 continue
             started = time.monotonic()
-            others = sp.other_sources(prepared, step.source, params, declarations)
+            if stack not in others_of:  # the same for its apply and its prune: made once
+                others_of[stack] = sp.other_sources(prepared, step.source, params, declarations)
+            others = others_of[stack]
             wait = step.stage == "apply" and stack in depended_on
             args = sp.stack_args(step.source, step.commit, step.resources, params, step.phase, wait=wait, others=others)
             res = self._run_stack(dict(args, **plans.stack_plan_args(self._approved, stack, self._emitting)),

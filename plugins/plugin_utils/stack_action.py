@@ -73,8 +73,30 @@ def args_json(value):
 
 
 def plain_params(params):
-    """The parameters but the manifests (``resources``, ``src``, ``render``) as plain values, as a module gets them."""
-    return json.loads(args_json(dict((k, v) for k, v in params.items() if k not in ("resources", "src", "render"))))
+    """The parameters but the manifests (``resources``, ``src``, ``render``) as plain values, as a module gets them;
+    of ``other_sources``, each entry but its ``objects`` (:func:`plain_other_sources`)."""
+    out = json.loads(args_json(dict((k, v) for k, v in params.items()
+                                    if k not in ("resources", "src", "render", "other_sources"))))
+    if "other_sources" in params:
+        out["other_sources"] = plain_other_sources(params["other_sources"])
+    return out
+
+
+def plain_other_sources(entries):
+    """``other_sources`` as plain values, but each entry's ``objects`` as it is: the sources action builds them of the
+    manifests' own strings, once per source, and hands the same list to every run (the engine parses each once,
+    :mod:`.run_sources`): thousands of ``[apiVersion, kind, namespace, name]`` per source, not copied per run."""
+    if not isinstance(entries, list):
+        return json.loads(args_json(entries))
+    out = []
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("objects"), list):
+            plain = json.loads(args_json(dict((k, v) for k, v in entry.items() if k != "objects")))
+            plain["objects"] = entry["objects"]
+            out.append(plain)
+        else:
+            out.append(json.loads(args_json(entry)))
+    return out
 
 
 def validation_message(validated, module):

@@ -168,7 +168,8 @@ def read_kubeconfigs(paths, explicit):
             continue
         try:
             with open(path) as f:
-                doc = yaml.safe_load(f)
+                # libyaml's safe loader where PyYAML has it (a sources run reads the kubeconfig once per stack run)
+                doc = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # a safe loader, C or Python
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark else ""

@@ -57,6 +57,19 @@ def test_run_in_process_returns_what_the_module_would():
     assert invocation["name"] == "s"
 
 
+def test_what_other_sources_declare_is_handed_over_as_it_is_and_the_rest_made_plain():
+    from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import plain_other_sources, plain_params
+
+    objects = [["v1", "ConfigMap", "web", "a"]]
+    entries = [{"stack": _tagged("b"), "source": "b-src", "earlier": True, "namespace": "", "objects": objects},
+               {"stack": "c", "objects": None}]
+    params = plain_params({"name": _tagged("s"), "other_sources": entries, "resources": MANIFESTS})
+    (b, c) = params["other_sources"]
+    assert b["objects"] is objects and type(b["stack"]) is str and b["stack"] == "b"  # the list itself, not a copy
+    assert c == {"stack": "c", "objects": None} and type(params["name"]) is str and "resources" not in params
+    assert plain_other_sources(["not a mapping"]) == ["not a mapping"]  # left for the engine to refuse
+
+
 def test_run_in_process_reports_a_failed_run_with_its_result():
     validated = validate_args(dict(name="s"), info.ARGUMENT_SPEC, info.MUTUALLY_EXCLUSIVE)
 
@@ -379,3 +392,29 @@ def test_the_sources_action_runs_a_module_process_where_the_task_needs_one(kubes
     assert result["failed"] and "not this time" in result["msg"], result
     [(module, names)] = started  # the apply run failed: nothing pruned, nothing else run
     assert module == "stacksync.k8s.stack" and "resources_file" in names and "resources" not in names, names
+
+
+def test_a_sources_run_parses_what_each_source_declares_once(kubesim, tmp_path, monkeypatch):
+    from ansible_collections.stacksync.k8s.plugins.module_utils.engine import run_sources
+
+    work = tmp_path / "work"
+    ns = unique("many")
+    for i in range(3):
+        (work / f"s{i}").mkdir(parents=True)
+        (work / f"s{i}" / "cm.yaml").write_text(yaml.safe_dump(configmap(f"c{i}", ns)))
+    (work / "ns.yaml").write_text(yaml.safe_dump(namespace(ns)))
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "apps"]):
+        subprocess.run([*GIT, *command], cwd=work, check=True, capture_output=True)
+    parsed = []
+    real = run_sources._Declared
+    monkeypatch.setattr(run_sources, "_Declared", lambda *a: parsed.append(a[0]) or real(*a))
+    loader, task_vars = host_vars(tmp_path)
+    sources = [dict(repo=f"file://{work}", path=".", include=["ns.yaml"], stack=unique("ns"))]
+    sources += [dict(repo=f"file://{work}", path=f"s{i}", stack=unique(f"s{i}")) for i in range(3)]
+    plugin = sources_action(loader, dict(sources=sources, kubeconfig=kubesim.kubeconfig, summary=False,
+                                         cache_dir=str(tmp_path / "cache")), task_vars)
+    result = plugin.run(task_vars=task_vars)
+    assert not result.get("failed"), result
+    assert [e["counts"]["created"] for e in result["ansible_facts"]["stacksync_results"]] == [1, 1, 1, 1]
+    # 4 sources, each run (apply, prune) told what the 3 others declare: 4 lists, each parsed once, not 24 times
+    assert len(parsed) == 4 and len(set(map(id, parsed))) == 4, parsed

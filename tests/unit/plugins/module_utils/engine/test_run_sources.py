@@ -142,3 +142,37 @@ def test_a_confined_source_claims_nothing_outside_its_confinement():
     allowed = RunSources([dict(hostile, policy={"allowed_namespaces": ["web"], "allow_cluster_scoped": True})])
     assert allowed.split([d], snap(), "b", "b-src")[0] == []
     assert identity_digest(ROLE) in allowed.declared()
+
+
+def test_each_list_of_declarations_is_parsed_once(monkeypatch):
+    from ansible_collections.stacksync.k8s.plugins.module_utils.engine import run_sources
+
+    parsed = []
+    real = run_sources._identities
+    monkeypatch.setattr(run_sources, "_identities", lambda obj, ns: parsed.append(obj) or real(obj, ns))
+    objects = [["v1", "ConfigMap", "web", "shared"], ["v1", "ConfigMap", "web", "other"]]
+    for _run in range(4):  # every run of a sources task is handed the same list
+        rs = RunSources([entry("b", objects)])
+        assert identity_digest(CM) in rs.declared(None) and rs.declared(None)[identity_digest(CM)] == ["b"]
+    assert len(parsed) == 2
+    RunSources([entry("b", list(objects))])  # another list: parsed
+    assert len(parsed) == 4
+    RunSources([entry("b", objects, namespace="elsewhere")])  # the same list read with another default: parsed
+    assert len(parsed) == 6
+    objects.append(["v1", "ConfigMap", "web", "third"])  # changed since: parsed again
+    assert RunSources([entry("b", objects)]).claims(ObjectId("", "ConfigMap", "web", "third"))
+    assert len(parsed) == 9
+
+
+def test_declared_elsewhere_is_a_mapping_of_every_digest():
+    rs = RunSources([entry("b", [["v1", "ConfigMap", "web", "shared"]]),
+                     entry("c", [["v1", "ConfigMap", "web", "shared"], ["v1", "ConfigMap", "web", "c-only"]])])
+    declared = rs.declared({"from-a-record": ["z"]})
+    only_c = identity_digest(ObjectId("", "ConfigMap", "web", "c-only"))
+    assert declared.get(identity_digest(CM)) == ["b", "c"] and declared[only_c] == ["c"]
+    assert declared.get("nothing") is None and "nothing" not in declared and "from-a-record" in declared
+    # each declared object in both scopes (its kind says which one it is)
+    unscoped = [identity_digest(ObjectId("", "ConfigMap", "", name)) for name in ("shared", "c-only")]
+    assert set(declared) == {identity_digest(CM), only_c, "from-a-record", *unscoped} and len(declared) == 5
+    assert dict(declared) == {identity_digest(CM): ["b", "c"], only_c: ["c"], "from-a-record": ["z"],
+                              unscoped[0]: ["b", "c"], unscoped[1]: ["c"]} and declared
