@@ -26,11 +26,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-try:
-    from collections.abc import Mapping
-except ImportError:  # pragma: no cover - Python 2.7
-    from collections import Mapping
-
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.identity import ObjectId, group_of, identity_digest
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.confinement import compile_policy, object_problem
 
@@ -104,7 +99,7 @@ def _declared(objects, namespace, policy):
     return parsed
 
 
-class DeclaredElsewhere(Mapping):
+class DeclaredElsewhere:
     """``{identity digest: [stack]}`` of what the run's other sources declare, then what the other stacks' records
     declare, looked up per digest (nothing is merged up front: a sources run of 200 stacks asks this 400 times)."""
 
@@ -127,6 +122,18 @@ class DeclaredElsewhere(Mapping):
         for _claim, declared in self._sources:
             keys.update(declared.digests())
         return keys
+
+    def get(self, digest, default=None):
+        try:
+            return self[digest]
+        except KeyError:
+            return default
+
+    def keys(self):
+        return self._keys()
+
+    def items(self):
+        return [(digest, self[digest]) for digest in self._keys()]
 
     def __iter__(self):
         return iter(self._keys())
