@@ -21,6 +21,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.stacksync.k8s.plugins.module_utils.base import vocabulary
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import approval as A
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.shared_lists import SharedLists
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, write_plan
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import plans
@@ -44,6 +45,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = False
+    _shared = None  # the lists the task's stacks share (set by _run)
 
     def run(self, tmp=None, task_vars=None):
         result = self._run(tmp, task_vars if task_vars is not None else {})
@@ -78,6 +80,8 @@ class ActionModule(ActionBase):
         self._emitting = bool(self._task.check_mode and (params["emit_plan"] or params["plan_file"]))
         self._notes = []
         self._runs = None  # where the stack runs go: decided at the first (plugin_utils/stack_action.py)
+        # several stacks list each kind once for all of them (module_utils/engine/shared_lists.py)
+        self._shared = SharedLists(s["stack"] for s in sources) if len(sources) > 1 else None
         prepared = [self._prepare(s, params, task_vars) for s in sources]
         entries = self._sync(prepared, params, task_vars)
         if params["summary"]:
@@ -212,7 +216,8 @@ class ActionModule(ActionBase):
             return dict(failed=True, msg="stacksync_in_process: %s" % e)
         # resources rendered by _prepare: plain values, this task's own, not copied again
         return self._runs.run(module, dict(args), validated.validated_parameters, validated,
-                              rendered=isinstance(args.get("resources"), list), announce=announce, vocabulary=names)
+                              rendered=isinstance(args.get("resources"), list), announce=announce, vocabulary=names,
+                              shared=self._shared)
 
     # -- stacks named otherwise before 0.2.0: taken over once (plugin_utils/rename.py) -------------
 

@@ -34,6 +34,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.auth import (
     CLIENT_REQUIREMENTS,
     AuthError,
     build_client,
+    resolve_auth_params,
 )
 
 #: the module's options: its own (one table, :data:`.stack_spec.OPTIONS`), the connection's, the confinement's
@@ -123,9 +124,18 @@ def plan_of(manager, opts, params, warn):
     return doc
 
 
-def _prefetch(client, context_namespace, params):
+def connection_key(params):
+    """What identifies the connection of ``params`` (its options and ``K8S_AUTH_*`` variables): runs with the same
+    key reach the same server with the same credentials (:mod:`.shared_lists` hands a list only to those)."""
+    return json.dumps(resolve_auth_params(params), sort_keys=True, default=str)
+
+
+def _prefetch(client, context_namespace, params, shared=None):
+    if shared is not None:
+        shared.watch(client, params["name"], params["record_namespace"])
     prefetch = Prefetch(client, params["name"], params["record_namespace"], params.get("discovery_cache_dir"),
-                        params["concurrency"])
+                        params["concurrency"], shared=shared,
+                        connection=connection_key(params) if shared is not None else None)
     prefetch.context_namespace = context_namespace
     return prefetch
 
@@ -143,13 +153,15 @@ def start_prefetch(params):
     return _prefetch(client, context_namespace, params)
 
 
-def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, progress=None, prefetch=None):
+def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, progress=None, prefetch=None, shared=None):
     """Converge the stack described by validated ``params``; its return values.
 
     ``warn(message)`` receives each warning (``module.warn`` in the module); ``verbosity`` is Ansible's
     (with 2 or more, diffs show created and pruned objects whole); ``progress(verb, done, total)`` is
     called as objects are applied, pruned and waited for (see :mod:`.progress`); ``prefetch`` the reads
-    ahead of :func:`start_prefetch` (else they start here, while the manifests are read and prepared).
+    ahead of :func:`start_prefetch` (else they start here, while the manifests are read and prepared); ``shared`` the
+    lists of the ``stacksync.k8s.sources`` task the run is part of (:class:`.shared_lists.SharedLists`: the run reads
+    ahead from them and tells them of its writes).
     Raises :class:`RunFailed` (with the return values known so far) when the run fails. Its messages name the
     options in the words the caller set (:func:`.vocabulary.spoken`), else as the module's options.
     """
@@ -172,9 +184,13 @@ def run_stack(params, check_mode=False, diff=False, warn=None, verbosity=0, prog
             except AuthError as e:
                 raise RunFailed(str(e), {}) from None
             if params["state"] != "absent":  # read ahead while the manifests are read and prepared
-                prefetch = _prefetch(client, context_namespace, params)
+                prefetch = _prefetch(client, context_namespace, params, shared)
+            elif shared is not None:
+                shared.watch(client, params["name"], params["record_namespace"])
         else:
             client, context_namespace = prefetch.client, prefetch.context_namespace
+            if shared is not None and client.on_write is None:
+                shared.watch(client, params["name"], params["record_namespace"])
         return _converge(params, client, context_namespace, prefetch, check_mode, diff, warn, verbosity, progress)
     finally:
         if prefetch is not None:

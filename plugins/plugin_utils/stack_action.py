@@ -178,8 +178,9 @@ class EngineModule:
         validated = validate_args(args, self.argument_spec, self.mutually_exclusive)
         return validated, validation_message(validated, self.name)
 
-    def runner(self, task, prefetch=None, announce=None):
-        """``runner(params, warn)``: the module's run in this process (see :func:`run_in_process`) for ``task``."""
+    def runner(self, task, prefetch=None, announce=None, shared=None):
+        """``runner(params, warn)``: the module's run in this process (see :func:`run_in_process`) for ``task``
+        (``shared``: the lists of the sources task the run is part of, :mod:`.shared_lists`)."""
         raise NotImplementedError
 
     def prefetch(self, params):
@@ -200,13 +201,13 @@ class StackModule(EngineModule):
     #: the manifests of a module process, next to the module in the task's remote temporary directory
     RESOURCES_FILE = "stacksync-resources.json"
 
-    def runner(self, task, prefetch=None, announce=None):
+    def runner(self, task, prefetch=None, announce=None, shared=None):
         def run(params, warn):
             # told of the run's progress: ``-v`` lines, and ``announce`` (the sources action's lines) too
             progress = tee(Progress(display.v, interval_from_env(os.environ), prefix="stack %s: " % params["name"]),
                            announce)
             return run_stack(params, check_mode=bool(task.check_mode), diff=bool(task.diff), warn=warn,
-                             verbosity=display.verbosity, progress=progress, prefetch=prefetch)
+                             verbosity=display.verbosity, progress=progress, prefetch=prefetch, shared=shared)
         return run
 
     def prefetch(self, params):
@@ -242,8 +243,8 @@ class StackInfoModule(EngineModule):
     argument_spec = INFO_SPEC
     mutually_exclusive = INFO_EXCLUSIVE
 
-    def runner(self, task, prefetch=None, announce=None):
-        return lambda params, warn: run_stack_info(params, warn=warn)
+    def runner(self, task, prefetch=None, announce=None, shared=None):
+        return lambda params, warn: run_stack_info(params, warn=warn)  # reads only
 
 
 STACK = StackModule()
@@ -271,7 +272,8 @@ class ModuleRuns:
             self._reasons = module_process_reasons(self._action, self._task_vars)
         return self._reasons
 
-    def run(self, module, args, params, validated, rendered=False, prefetch=None, announce=None, vocabulary=None):
+    def run(self, module, args, params, validated, rendered=False, prefetch=None, announce=None, vocabulary=None,
+            shared=None):
         """The result of ``module``'s run of validated ``params`` (``args`` as given, ``src`` rendered).
 
         :param rendered: ``resources`` were rendered by this task: plain values, its own (:func:`run_in_process`).
@@ -279,6 +281,7 @@ class ModuleRuns:
         :param announce: ``announce(verb, done, total)``, told of the run's progress (this process only).
         :param vocabulary: the names of the options in the caller's words (:func:`.vocabulary.spoken`; this process
             only: a module process speaks the module's).
+        :param shared: the lists of the sources task (:class:`.shared_lists.SharedLists`; this process only).
         """
         action = self._action
         host = action._play_context.remote_addr  # pylint: disable=protected-access
@@ -287,7 +290,7 @@ class ModuleRuns:
             return self._module_process(module, args, params)
         display.vvv("%s: running in the controller's process" % module.name, host=host)
         with paused(), spoken(vocabulary):  # thousands of manifests: see module_utils/engine/gcpause.py
-            result = run_in_process(module.runner(action._task, prefetch, announce), params, validated,
+            result = run_in_process(module.runner(action._task, prefetch, announce, shared), params, validated,
                                     module.argument_spec, rendered=rendered)
         # pylint: disable-next=protected-access
         if action._discovered_interpreter_key:  # discovery ran here: the fact goes back, as after a module run

@@ -12,6 +12,8 @@ own calls take them instead of asking again, once. It decides nothing:
 
 * the answers are the same requests the observation would send, a little earlier; a sync that writes
   plans again under its Lease, and those reads go to the server (an offer is taken once);
+* in a ``stacksync.k8s.sources`` task of several stacks, a list is the run's part of the task's list of the kind
+  (:mod:`.shared_lists`): the same objects, one request for all the task's stacks;
 * a kind the run needs and the record does not name (a new kind, another version) is listed then, as
   before; a kind the record names and the run does not list is read for nothing (one request);
 * a request that failed fails the call that takes it with the same error (a discovery that failed is
@@ -58,9 +60,13 @@ def recorded_kinds(record, stack):
 class Prefetch:
     """The reads ahead of one run of stack ``stack`` on ``client`` (started at once; :meth:`ready`, :meth:`close`)."""
 
-    def __init__(self, client, stack, record_namespace="kube-system", discovery_cache_dir=None, concurrency=16):
+    def __init__(self, client, stack, record_namespace="kube-system", discovery_cache_dir=None, concurrency=16,
+                 shared=None, connection=None):
         self.client = client
         self.stack = stack
+        # the task's lists of every kind for all its stacks (.shared_lists), reached with ``connection``
+        self.shared = shared if shared is not None and shared.serves(stack) else None
+        self.connection = connection
         self.record = StackRecord(client, record_namespace, stack, None)
         self.concurrency = max(int(concurrency), 1)
         self.discovery = Discovery(client, cache_dir=discovery_cache_dir, executor_map=self.map)
@@ -104,7 +110,11 @@ class Prefetch:
                 if info is None or not info.can("list"):
                     continue
                 path = info.collection_path(None)
-                future = self._executor().submit(self.client.list_now, path, selector, LIST_PAGE_SIZE)
+                if self.shared is not None:  # this stack's part of the task's list of the kind
+                    future = self._executor().submit(self.shared.items, self.client, self.connection, self.stack,
+                                                     path, LIST_PAGE_SIZE)
+                else:
+                    future = self._executor().submit(self.client.list_now, path, selector, LIST_PAGE_SIZE)
                 self.client.offer(("list", path, selector, LIST_PAGE_SIZE), future)
                 self.listed.append(info)
         except Exception:  # pylint: disable=broad-except

@@ -176,6 +176,8 @@ class KubeClient:
         self.counts = {}
         self.sleep = time.sleep
         self._offers = {}  # requests made ahead (:meth:`offer`)
+        #: ``on_write(method, path, params, body)``, told before each request that is not a GET (or None)
+        self.on_write = None
         # the API server's time: the latest ``Date`` header of its answers (seconds since the epoch), for the prune
         # grace period (.grace), which never reads the controller's clock
         self.server_time = None
@@ -195,6 +197,8 @@ class KubeClient:
 
         Raises :class:`ApiError` on a non-2xx answer after retries.
         """
+        if method != "GET" and self.on_write is not None:
+            self.on_write(method, path, params, body)
         url = self.server + path
         if params:
             url += "?" + urlencode([(k, v) for k, v in params.items() if v is not None])

@@ -188,3 +188,14 @@ def test_a_run_leaves_no_desired_or_live_object_for_the_garbage_collector(params
         assert _alive(Desired) == [] and _alive(Snapshot) == []
     finally:
         gc.enable()
+
+
+def test_runs_share_lists_only_with_the_same_connection(monkeypatch):
+    monkeypatch.delenv("K8S_AUTH_API_KEY", raising=False)
+    base = {"kubeconfig": "/k", "context": "a"}
+    assert runner.connection_key(dict(base)) == runner.connection_key({"context": "a", "kubeconfig": "/k"})
+    assert runner.connection_key(base) != runner.connection_key(dict(base, context="b"))
+    assert runner.connection_key(base) != runner.connection_key(dict(base, impersonate_user="tenant-b"))
+    before = runner.connection_key(base)
+    monkeypatch.setenv("K8S_AUTH_API_KEY", "another token")  # the credentials the run would use from the environment
+    assert runner.connection_key(base) != before

@@ -394,27 +394,45 @@ def test_the_sources_action_runs_a_module_process_where_the_task_needs_one(kubes
     assert module == "stacksync.k8s.stack" and "resources_file" in names and "resources" not in names, names
 
 
-def test_a_sources_run_parses_what_each_source_declares_once(kubesim, tmp_path, monkeypatch):
-    from ansible_collections.stacksync.k8s.plugins.module_utils.engine import run_sources
-
+def four_sources(tmp_path, kubeconfig, prefix):
+    """The arguments of a sources task of 4 sources of one repository: a Namespace, and a ConfigMap in each of 3
+    directories."""
     work = tmp_path / "work"
-    ns = unique("many")
+    ns = unique(prefix)
     for i in range(3):
         (work / f"s{i}").mkdir(parents=True)
         (work / f"s{i}" / "cm.yaml").write_text(yaml.safe_dump(configmap(f"c{i}", ns)))
     (work / "ns.yaml").write_text(yaml.safe_dump(namespace(ns)))
     for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "apps"]):
         subprocess.run([*GIT, *command], cwd=work, check=True, capture_output=True)
+    sources = [dict(repo=f"file://{work}", path=".", include=["ns.yaml"], stack=unique("ns"))]
+    sources += [dict(repo=f"file://{work}", path=f"s{i}", stack=unique(f"s{i}")) for i in range(3)]
+    return dict(sources=sources, kubeconfig=kubeconfig, summary=False, cache_dir=str(tmp_path / "cache"))
+
+
+def counts_of(result, what):
+    assert not result.get("failed"), result
+    return [e["counts"][what] for e in result["ansible_facts"]["stacksync_results"]]
+
+
+def test_a_sources_run_parses_what_each_source_declares_once(kubesim, tmp_path, monkeypatch):
+    from ansible_collections.stacksync.k8s.plugins.module_utils.engine import run_sources
+
+    args = four_sources(tmp_path, kubesim.kubeconfig, "many")
     parsed = []
     real = run_sources._Declared
     monkeypatch.setattr(run_sources, "_Declared", lambda *a: parsed.append(a[0]) or real(*a))
     loader, task_vars = host_vars(tmp_path)
-    sources = [dict(repo=f"file://{work}", path=".", include=["ns.yaml"], stack=unique("ns"))]
-    sources += [dict(repo=f"file://{work}", path=f"s{i}", stack=unique(f"s{i}")) for i in range(3)]
-    plugin = sources_action(loader, dict(sources=sources, kubeconfig=kubesim.kubeconfig, summary=False,
-                                         cache_dir=str(tmp_path / "cache")), task_vars)
-    result = plugin.run(task_vars=task_vars)
-    assert not result.get("failed"), result
-    assert [e["counts"]["created"] for e in result["ansible_facts"]["stacksync_results"]] == [1, 1, 1, 1]
+    assert counts_of(sources_action(loader, args, task_vars).run(task_vars=task_vars), "created") == [1, 1, 1, 1]
     # 4 sources, each run (apply, prune) told what the 3 others declare: 4 lists, each parsed once, not 24 times
     assert len(parsed) == 4 and len(set(map(id, parsed))) == 4, parsed
+
+
+def test_the_stacks_of_a_sources_run_list_each_kind_once(kubesim, tmp_path):
+    args = four_sources(tmp_path, kubesim.kubeconfig, "shared")
+    loader, task_vars = host_vars(tmp_path)
+    assert counts_of(sources_action(loader, args, task_vars).run(task_vars=task_vars), "created") == [1, 1, 1, 1]
+    again = sources_action(loader, args, task_vars)
+    assert counts_of(again.run(task_vars=task_vars), "unchanged") == [1, 1, 1, 1]
+    # 4 stacks, each run twice (apply, prune): the Namespaces and the ConfigMaps listed once each for all of them
+    assert (again._shared.listed, again._shared.dropped) == (2, 0)
