@@ -17,7 +17,11 @@ options:
         per API server URL, kept for 10 minutes. It is read again on a miss (a kind not in the cache) and after CRDs
         are applied, and dropped after a failed run and after a run that deleted a CRD or an APIService. Prune
         decisions never rest on it; they read discovery from the API server.
-      - Set to an empty string to read discovery from the API server on every run.
+      - The action of C(stacksync.k8s.stack) also keeps here (in C(renders/), private to the controller user) the
+        render of a C(src) whose files cannot depend on the host (no C(*.j2) template, kustomization or Ansible vault
+        content under it, no link out of it), and reads it again while the names and bytes of its files are the same
+        (they are read and hashed every run).
+      - Set to an empty string to read discovery from the API server on every run (and keep no render).
     type: path
     default: ~/.kube/cache/stacksync
 """

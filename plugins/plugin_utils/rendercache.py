@@ -13,6 +13,11 @@ under its directory (symlinks followed as the render follows them), there is:
 * no kustomization (its output may read what the repository does not hold: remote bases, generators),
 * no Ansible vault content (``$ANSIBLE_VAULT``, ``!vault``): decrypted values are never written to disk.
 
+The render of ``stacksync.k8s.stack``'s ``src`` (a directory or a file of the controller, not a checkout) is kept
+the same way, under the key of the names and bytes of every file under it (:func:`content_key`: read every run), in
+``<discovery_cache_dir>/renders/`` (private to the controller user), when nothing under it is a template, a
+kustomization or vault content, nor a link out of it.
+
 The render is kept as JSON in the checkout's ``.git`` directory (private to the controller user, like the
 checkout; ``git fetch`` writes nothing of the repository's there), under a key made of everything it is made of
 (:func:`cache_key`): the checkout's tree (git's content address of every file the checkout holds, whatever commit
@@ -43,9 +48,13 @@ KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "kustomization")
 VAULT_MARKERS = (b"$ANSIBLE_VAULT", b"!vault")
 
 
-def host_independent(src, root):
-    """True if the manifests under ``src`` (in the checkout ``root``) render the same for every host and hold
-    nothing decrypted: see the module's docstring."""
+class _Dependent(Exception):
+    """The render of the files walked may depend on the host, hold decrypted values, or read files elsewhere."""
+
+
+def _walk(src, root):
+    """``(path relative to src, bytes)`` of every file the render of ``src`` may read (under ``root``), in a stable
+    order; raises :class:`_Dependent` (see the module's docstring)."""
     root = os.path.realpath(root)
     seen = set()
     for dirpath, dirs, files in os.walk(src, followlinks=True):
@@ -54,23 +63,77 @@ def host_independent(src, root):
             dirs[:] = []
             continue
         if not (real == root or real.startswith(root + os.sep)):
-            return False  # outside the checkout: the render refuses it
+            raise _Dependent()  # outside the checkout: the render refuses it
         seen.add(real)
-        dirs[:] = [d for d in dirs if not d.startswith(".")]  # hidden entries: the render skips them (.git)
-        for name in files:
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # hidden entries: the render skips them (.git)
+        for name in sorted(files):
             if name.startswith("."):
                 continue
             lower = name.lower()
             if lower.endswith(TEMPLATE_SUFFIX) or lower in KUSTOMIZATIONS:
-                return False
+                raise _Dependent()
+            path = os.path.join(dirpath, name)
             try:
-                with open(os.path.join(dirpath, name), "rb") as f:
+                with open(path, "rb") as f:
                     data = f.read()
             except (IOError, OSError):
-                return False
+                raise _Dependent() from None
             if any(marker in data for marker in VAULT_MARKERS):
-                return False
+                raise _Dependent()
+            yield os.path.relpath(path, src), data
+
+
+def host_independent(src, root):
+    """True if the manifests under ``src`` (in the checkout ``root``) render the same for every host and hold
+    nothing decrypted: see the module's docstring."""
+    try:
+        for _file in _walk(src, root):
+            pass
+    except _Dependent:
+        return False
     return True
+
+
+def content_key(src, options):
+    """The key of the render of ``src`` (a directory or a file, not a checkout: ``stacksync.k8s.stack``'s ``src``)
+    with ``options``, made of the names and bytes of every file under it, the options and :func:`code_fingerprint`;
+    None when it is not host-independent (nothing kept: it renders every run)."""
+    digest = hashlib.sha256()
+    try:
+        files = _walk(src, src) if os.path.isdir(src) else _walk_file(src)
+        for rel, data in files:
+            digest.update(json.dumps([rel, len(data)]).encode("utf-8"))
+            digest.update(data)
+    except _Dependent:
+        return None
+    head = digest.hexdigest()[:40]
+    text = json.dumps([head, os.path.realpath(src), options, code_fingerprint()], sort_keys=True, default=str)
+    return "%s-%s" % (head, hashlib.sha256(text.encode("utf-8")).hexdigest()[:32])
+
+
+def _walk_file(path):
+    name = os.path.basename(path).lower()
+    if name.endswith(TEMPLATE_SUFFIX) or name in KUSTOMIZATIONS:
+        raise _Dependent()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except (IOError, OSError):
+        raise _Dependent() from None
+    if any(marker in data for marker in VAULT_MARKERS):
+        raise _Dependent()
+    yield os.path.basename(path), data
+
+
+def kept_dir(cache_dir, src):
+    """The directory (made private to this user) keeping the renders of ``src`` under ``cache_dir``, or None."""
+    path = os.path.join(os.path.expanduser(cache_dir), "renders",
+                        hashlib.sha256(os.path.realpath(src).encode("utf-8")).hexdigest()[:24])
+    try:
+        os.makedirs(path, 0o700, exist_ok=True)
+    except OSError:
+        return None
+    return path
 
 
 #: the files whose code makes a render (this directory's, and the manifest validator) and what ansible-core gives it
@@ -136,12 +199,13 @@ def _write(directory, key, manifests):
     os.rename(tmp, os.path.join(directory, PREFIX + key + ".json"))
 
 
-def rendered_once(git_dir, key, shareable, render):
+def rendered_once(git_dir, key, shareable, render, still=None):
     """``(manifests, kept)``: the render of ``key`` kept in ``git_dir`` (``kept`` True), or ``render()``.
 
     With nothing kept, the first host checks ``shareable()`` under a lock: if it holds, it renders and keeps the
     render for the other hosts, which wait for it, and for later runs; if not, it says so and every host renders on
-    its own, in parallel, in this run and the next."""
+    its own, in parallel, in this run and the next. ``still()``, if given, is asked after the render: False (the files
+    changed while they were read) keeps nothing."""
     path = os.path.join(git_dir, PREFIX + key + ".json")
     found = _read(path)  # written atomically: whole or absent
     if found is None:
@@ -149,8 +213,9 @@ def rendered_once(git_dir, key, shareable, render):
             found = _read(path)
             if found is None and shareable():
                 manifests = render()
-                with contextlib.suppress(IOError, OSError, TypeError, ValueError):  # not JSON: not kept
-                    _write(git_dir, key, manifests)
+                if still is None or still():
+                    with contextlib.suppress(IOError, OSError, TypeError, ValueError):  # not JSON: not kept
+                        _write(git_dir, key, manifests)
                 return manifests, False
             if found is None:
                 with contextlib.suppress(IOError, OSError):

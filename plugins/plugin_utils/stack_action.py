@@ -39,6 +39,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.info import run_stac
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import ARGUMENT_SPEC as STACK_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import MUTUALLY_EXCLUSIVE as STACK_EXCLUSIVE
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, run_stack, start_prefetch
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import rendercache as rc
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import (
     discovery_modes,
     effective_interpreter,
@@ -407,10 +408,36 @@ class StackAction(ActionBase):
         whether it did."""
         if params.get("src") is None:
             return False
-        resources = render_terms([params["src"]], task_vars, self._loader, self._templar, **(params.get("render") or {}))
+        options = params.get("render") or {}
+
+        def render():
+            return render_terms([params["src"]], task_vars, self._loader, self._templar, **options)
+
+        resources = self._kept_render(params, options, render)
         params["resources"] = resources
         for name in ("src", "render"):
             args.pop(name, None)
             params.pop(name, None)
         args["resources"] = resources
         return True
+
+    def _kept_render(self, params, options, render):
+        """``render()``, or the render of ``src`` kept while its files stay the same (:func:`.rendercache.content_key`,
+        in the discovery cache directory; none kept without one)."""
+        if not params.get("discovery_cache_dir"):
+            return render()
+        path = self._loader.path_dwim(str(params["src"]))  # as the render finds it
+        identity = [str(params["src"]), options]
+
+        def key():
+            return rc.content_key(path, identity)
+
+        first = key()
+        directory = rc.kept_dir(params["discovery_cache_dir"], path) if first else None
+        if directory is None:
+            return render()
+        resources, kept = rc.rendered_once(directory, first, lambda: True, render, still=lambda: key() == first)
+        if kept:
+            display.vv("src %s: read from the render kept for its files" % params["src"],
+                       host=self._play_context.remote_addr)
+        return resources

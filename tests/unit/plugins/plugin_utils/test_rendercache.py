@@ -156,3 +156,67 @@ def test_hosts_in_parallel_forks_share_the_first_render(tmp_path):
     outcomes = [line.split() for line in lines if line != "rendered"]
     assert len(outcomes) == 4 and sorted(s for s, _n in outcomes) == ["False", "True", "True", "True"]
     assert len(set(n for _s, n in outcomes)) == 1  # every host got the first host's render
+
+
+# -- the src of stacksync.k8s.stack: kept by the names and bytes of its files -----------------------------------
+
+def src_dir(tmp_path, files):
+    root = tmp_path / "src"
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_a_src_is_keyed_by_the_names_and_bytes_of_its_files(tmp_path):
+    root = src_dir(tmp_path, {"a.yaml": CM % "a", "sub/b.json": '{"kind": "ConfigMap"}'})
+    key = rc.content_key(str(root), ["src", {}])
+    assert key and key == rc.content_key(str(root), ["src", {}])
+    assert rc.content_key(str(root), ["src", {"include": ["*.yaml"]}]) != key  # other options
+    (root / "a.yaml").write_text(CM % "A")
+    changed = rc.content_key(str(root), ["src", {}])
+    assert changed != key
+    (root / "a.yaml").rename(root / "c.yaml")
+    assert rc.content_key(str(root), ["src", {}]) not in (key, changed)  # the same bytes under another name
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "x.yaml.j2").write_text("{{ x }}")  # the render skips hidden entries
+    assert rc.content_key(str(root), ["src", {}]) is not None
+    single = rc.content_key(str(root / "c.yaml"), ["src", {}])
+    assert single and single != rc.content_key(str(root / "sub" / "b.json"), ["src", {}])
+
+
+@pytest.mark.parametrize("files, culprit", [
+    ({"a.yaml": CM % "a", "b.yaml.j2": CM % "{{ inventory_hostname }}"}, "b.yaml.j2"),
+    ({"kustomization.yaml": "resources: [a.yaml]\n", "a.yaml": CM % "a"}, "kustomization.yaml"),
+    ({"a.yaml": "$ANSIBLE_VAULT;1.1;AES256\n6162\n", "b.yaml": CM % "b"}, "a.yaml"),
+])
+def test_a_src_that_may_depend_on_the_host_or_hold_secrets_has_no_key(tmp_path, files, culprit):
+    root = src_dir(tmp_path, files)
+    assert rc.content_key(str(root), ["src", {}]) is None
+    assert rc.content_key(str(root / culprit), ["src", {}]) is None  # the file alone as src
+
+
+def test_a_src_with_a_link_out_of_it_has_no_key(tmp_path):
+    root = src_dir(tmp_path, {"a.yaml": CM % "a"})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "b.yaml").write_text(CM % "b")
+    (root / "linked").symlink_to(elsewhere)
+    assert rc.content_key(str(root), ["src", {}]) is None
+
+
+def test_a_render_whose_files_changed_while_read_is_not_kept(tmp_path):
+    directory = tmp_path / "kept"
+    directory.mkdir()
+    made = rc.rendered_once(str(directory), "k1-x", lambda: True, lambda: [{"a": 1}], still=lambda: False)
+    assert made == ([{"a": 1}], False)
+    assert rc.rendered_once(str(directory), "k1-x", lambda: True, lambda: [{"a": 2}]) == ([{"a": 2}], False)
+    assert rc.rendered_once(str(directory), "k1-x", lambda: True, lambda: [{"a": 3}]) == ([{"a": 2}], True)
+
+
+def test_the_renders_of_a_src_are_kept_in_a_private_directory_of_their_own(tmp_path):
+    one = rc.kept_dir(str(tmp_path / "cache"), str(tmp_path / "a"))
+    other = rc.kept_dir(str(tmp_path / "cache"), str(tmp_path / "b"))
+    assert one != other and os.path.dirname(one) == str(tmp_path / "cache" / "renders")
+    assert os.stat(one).st_mode & 0o777 == 0o700

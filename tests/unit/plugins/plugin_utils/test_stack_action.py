@@ -436,3 +436,31 @@ def test_the_stacks_of_a_sources_run_list_each_kind_once(kubesim, tmp_path):
     assert counts_of(again.run(task_vars=task_vars), "unchanged") == [1, 1, 1, 1]
     # 4 stacks, each run twice (apply, prune): the Namespaces and the ConfigMaps listed once each for all of them
     assert (again._shared.listed, again._shared.dropped) == (2, 0)
+
+
+def test_the_render_of_a_src_is_kept_while_its_files_stay_the_same(kubesim, tmp_path, monkeypatch):
+    ns, stack = unique("kept"), unique("s")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ns.yaml").write_text(yaml.safe_dump(namespace(ns)))
+    (src / "a.yaml").write_text(yaml.safe_dump(configmap("a", ns)))
+    rendered = []
+    real = stack_action.render_terms
+    monkeypatch.setattr(stack_action, "render_terms", lambda *a, **kw: rendered.append(a[0]) or real(*a, **kw))
+    loader, task_vars = host_vars(tmp_path)
+
+    def run(**more):
+        args = dict(dict(name=stack, kubeconfig=kubesim.kubeconfig, src=str(src),
+                         discovery_cache_dir=str(tmp_path / "cache")), **more)
+        result = action(loader, "stacksync.k8s.stack", args, task_vars)[0].run(task_vars=task_vars)
+        assert not result.get("failed"), result
+        return result["changed"]
+
+    assert run() and len(rendered) == 1
+    assert not run() and len(rendered) == 1  # read from the render kept
+    (src / "a.yaml").write_text(yaml.safe_dump(configmap("a", ns, k="changed")))
+    assert run() and len(rendered) == 2  # its bytes changed: rendered again, and applied
+    assert client_of(kubesim).get(f"/api/v1/namespaces/{ns}/configmaps/a")["data"] == {"k": "changed"}
+    assert not run(discovery_cache_dir="") and len(rendered) == 3  # no cache directory: rendered every run
+    (src / "b.yaml.j2").write_text(yaml.safe_dump(configmap("b", ns)))
+    assert run() and not run() and len(rendered) == 5  # a template: rendered every run
