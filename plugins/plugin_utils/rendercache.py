@@ -67,20 +67,24 @@ def _walk(src, root):
         seen.add(real)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # hidden entries: the render skips them (.git)
         for name in sorted(files):
-            if name.startswith("."):
-                continue
-            lower = name.lower()
-            if lower.endswith(TEMPLATE_SUFFIX) or lower in KUSTOMIZATIONS:
-                raise _Dependent()
-            path = os.path.join(dirpath, name)
-            try:
-                with open(path, "rb") as f:
-                    data = f.read()
-            except (IOError, OSError):
-                raise _Dependent() from None
-            if any(marker in data for marker in VAULT_MARKERS):
-                raise _Dependent()
-            yield os.path.relpath(path, src), data
+            if not name.startswith("."):
+                path = os.path.join(dirpath, name)
+                yield os.path.relpath(path, src), _plain_bytes(path)
+
+
+def _plain_bytes(path):
+    """The bytes of the file ``path``; raises :class:`_Dependent` for a template, a kustomization or vault content."""
+    name = os.path.basename(path).lower()
+    if name.endswith(TEMPLATE_SUFFIX) or name in KUSTOMIZATIONS:
+        raise _Dependent()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except (IOError, OSError):
+        raise _Dependent() from None
+    if any(marker in data for marker in VAULT_MARKERS):
+        raise _Dependent()
+    return data
 
 
 def host_independent(src, root):
@@ -100,7 +104,7 @@ def content_key(src, options):
     None when it is not host-independent (nothing kept: it renders every run)."""
     digest = hashlib.sha256()
     try:
-        files = _walk(src, src) if os.path.isdir(src) else _walk_file(src)
+        files = _walk(src, src) if os.path.isdir(src) else [(os.path.basename(src), _plain_bytes(src))]
         for rel, data in files:
             digest.update(json.dumps([rel, len(data)]).encode("utf-8"))
             digest.update(data)
@@ -109,20 +113,6 @@ def content_key(src, options):
     head = digest.hexdigest()[:40]
     text = json.dumps([head, os.path.realpath(src), options, code_fingerprint()], sort_keys=True, default=str)
     return "%s-%s" % (head, hashlib.sha256(text.encode("utf-8")).hexdigest()[:32])
-
-
-def _walk_file(path):
-    name = os.path.basename(path).lower()
-    if name.endswith(TEMPLATE_SUFFIX) or name in KUSTOMIZATIONS:
-        raise _Dependent()
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except (IOError, OSError):
-        raise _Dependent() from None
-    if any(marker in data for marker in VAULT_MARKERS):
-        raise _Dependent()
-    yield os.path.basename(path), data
 
 
 def kept_dir(cache_dir, src):

@@ -12,12 +12,16 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils import rendercache a
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\n"
 
 
-def tree(tmp_path, files):
-    root = tmp_path / "checkout"
+def files_under(root, files):
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    return root
+
+
+def tree(tmp_path, files):
+    root = files_under(tmp_path / "checkout", files)
     (root / ".git").mkdir(parents=True, exist_ok=True)
     return root
 
@@ -161,12 +165,7 @@ def test_hosts_in_parallel_forks_share_the_first_render(tmp_path):
 # -- the src of stacksync.k8s.stack: kept by the names and bytes of its files -----------------------------------
 
 def src_dir(tmp_path, files):
-    root = tmp_path / "src"
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+    return files_under(tmp_path / "src", files)
 
 
 def test_a_src_is_keyed_by_the_names_and_bytes_of_its_files(tmp_path):
