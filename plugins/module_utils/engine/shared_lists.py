@@ -11,9 +11,10 @@ list is only ever handed to a run that reaches the server with the same credenti
 
 * a run takes its part as its first observation's answer (the read ahead is offered once); a run that writes objects
   observes again under its Lease, from the server;
-* any write of the task's runs but to the writing stack's own record, key and Lease (a new commit of a no-op writes
-  those) drops every list held: what a run wrote, deleted, or deleted by cascade is never answered from before it
-  (a dry run writes nothing); a later run lists again (its part of a new shared list);
+* any write of the task's runs drops every list held, but one to the writing stack's own record, key and Lease (a
+  new commit of a no-op writes those), a dry run and a review (a question to the authorizer): what a run wrote,
+  deleted, or deleted by cascade is never answered from before it; a later run lists again (its part of a new
+  shared list);
 * a failed list is not kept. A kind the credentials may not list, or one no longer served, is told to the run that
   asked as its own list would be (it is unverified, or listed in its namespaces); any other failure (a proxy that
   refuses a long selector, a server error) sends the run to list on its own. The next run asks again;
@@ -43,6 +44,8 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import Ap
 MAX_SELECTOR = 3000
 #: seconds a shared list answers the task's runs after it was read
 MAX_AGE = 30.0
+#: the APIs of reviews (``SelfSubjectAccessReview`` and the like): a POST there asks a question, it stores nothing
+REVIEW_APIS = ("/apis/authorization.k8s.io/", "/apis/authentication.k8s.io/")
 
 
 def shared_selector(stacks):
@@ -131,7 +134,7 @@ class SharedLists:
         def on_write(method, path, params, body):
             if params and params.get("dryRun"):
                 return
-            if written_path(method, path, body) in own:
+            if path.startswith(REVIEW_APIS) or written_path(method, path, body) in own:
                 return
             self.drop()
 

@@ -176,7 +176,7 @@ class KubeClient:
         self.counts = {}
         self.sleep = time.sleep
         self._offers = {}  # requests made ahead (:meth:`offer`)
-        #: ``on_write(method, path, params, body)``, told before each request that is not a GET (or None)
+        #: ``on_write(method, path, params, body)``, told before and after each request that is not a GET (or None)
         self.on_write = None
         # the API server's time: the latest ``Date`` header of its answers (seconds since the epoch), for the prune
         # grace period (.grace), which never reads the controller's clock
@@ -197,8 +197,17 @@ class KubeClient:
 
         Raises :class:`ApiError` on a non-2xx answer after retries.
         """
-        if method != "GET" and self.on_write is not None:
-            self.on_write(method, path, params, body)
+        hook = self.on_write if method != "GET" else None
+        if hook is None:
+            return self._send(method, path, params, body, content_type, accept, raw, with_status, before_attempt)
+        hook(method, path, params, body)  # told before and after: a read between the two may not see the write
+        try:
+            return self._send(method, path, params, body, content_type, accept, raw, with_status, before_attempt)
+        finally:
+            hook(method, path, params, body)
+
+    def _send(self, method, path, params, body, content_type, accept, raw, with_status, before_attempt):
+        """:meth:`request`, without telling :attr:`on_write`."""
         url = self.server + path
         if params:
             url += "?" + urlencode([(k, v) for k, v in params.items() if v is not None])

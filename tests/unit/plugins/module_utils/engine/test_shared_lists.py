@@ -91,6 +91,17 @@ def test_one_list_per_kind_and_connection_and_copies_for_a_second_run_of_a_stack
     assert len(client.lists) == 3 and shared.listed == 3
 
 
+def test_a_list_read_while_a_write_is_under_way_is_not_kept():
+    shared = SharedLists(STACKS)
+    client = Recorder([labelled("x", "shared-a")])
+    shared.watch(client, "shared-a", "kube-system")
+    client.on_write("PATCH", "/api/v1/namespaces/x/configmaps/x", None, {})  # sent
+    shared.items(client, "conn", "shared-b", "/api/v1/configmaps", 1000)  # may not see it yet
+    client.on_write("PATCH", "/api/v1/namespaces/x/configmaps/x", None, {})  # done
+    shared.items(client, "conn", "shared-b", "/api/v1/configmaps", 1000)
+    assert len(client.lists) == 2
+
+
 def test_a_list_answers_for_max_age_seconds_then_is_read_again():
     now = [100.0]
     shared = SharedLists(STACKS, clock=lambda: now[0], max_age=30)
@@ -132,7 +143,7 @@ def test_a_run_lists_on_its_own_when_the_shared_list_fails(kube):
     assert changes.counts["unchanged"] == 4 and not changes.warnings, (changes.counts, changes.warnings)
 
 
-def test_writes_drop_the_lists_but_a_stacks_own_state_and_dry_runs():
+def test_writes_drop_the_lists_but_a_stacks_own_state_dry_runs_and_reviews():
     shared = SharedLists(STACKS)
     client = Recorder([labelled("x", "shared-a")])
     shared.watch(client, "shared-a", "kube-system")
@@ -142,6 +153,8 @@ def test_writes_drop_the_lists_but_a_stacks_own_state_and_dry_runs():
     client.on_write("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", None,
                     {"metadata": {"name": sorted(state_paths("shared-a", "kube-system"))[0].split("/")[-1]}})
     client.on_write("PATCH", "/api/v1/namespaces/x/configmaps/x", {"dryRun": "All"}, {})
+    client.on_write("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", None,
+                    {"kind": "SelfSubjectAccessReview"})  # a question, not a write
     shared.items(client, "conn", "shared-a", "/api/v1/configmaps", 1000)
     assert len(client.lists) == 1 and shared.dropped == 0
     client.on_write("PATCH", sorted(state_paths("shared-b", "kube-system"))[0], None, {})  # another stack's state

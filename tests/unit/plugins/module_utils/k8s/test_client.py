@@ -243,3 +243,17 @@ def test_connection_errors_are_retried(retry_server):
     RetryScriptHandler.script = [("drop", {}, {}), (200, {}, {"kind": "Ok"})]
     c, sleeps = make(retry_server)
     assert c.get("/api")["kind"] == "Ok" and len(sleeps) == 1
+
+
+def test_a_write_is_told_before_it_is_sent_and_after_it_ends_even_when_it_fails(retry_server):
+    told = []
+    c, _sleeps = make(retry_server)
+    c.on_write = lambda method, path, params, body: told.append((method, path, len(RetryScriptHandler.seen)))
+    c.get("/api")
+    assert told == []  # a read is not a write
+    c.apply("/api/v1/namespaces/x/configmaps/y", {"kind": "ConfigMap"}, "m")
+    assert told == [("PATCH", "/api/v1/namespaces/x/configmaps/y", 1), ("PATCH", "/api/v1/namespaces/x/configmaps/y", 2)]
+    RetryScriptHandler.script = [(422, {}, {"kind": "Status", "reason": "Invalid", "message": "no"})]
+    with pytest.raises(ApiError):
+        c.delete("/api/v1/namespaces/x/configmaps/y")
+    assert [t[0] for t in told[2:]] == ["DELETE", "DELETE"]  # it may have been done: told after too
