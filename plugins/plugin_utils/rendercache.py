@@ -116,14 +116,15 @@ def content_key(src, options):
 
 
 def kept_dir(cache_dir, src):
-    """The directory (made private to this user) keeping the renders of ``src`` under ``cache_dir``, or None."""
+    """The directory (made private to this user) keeping the renders of ``src`` under ``cache_dir``, or None (it cannot
+    be made or written to: the render is not kept)."""
     path = os.path.join(os.path.expanduser(cache_dir), "renders",
                         hashlib.sha256(os.path.realpath(src).encode("utf-8")).hexdigest()[:24])
     try:
         os.makedirs(path, 0o700, exist_ok=True)
     except OSError:
         return None
-    return path
+    return path if os.access(path, os.W_OK | os.X_OK) else None  # a read-only cache: nothing kept
 
 
 #: the files whose code makes a render (this directory's, and the manifest validator) and what ansible-core gives it

@@ -219,3 +219,8 @@ def test_the_renders_of_a_src_are_kept_in_a_private_directory_of_their_own(tmp_p
     other = rc.kept_dir(str(tmp_path / "cache"), str(tmp_path / "b"))
     assert one != other and os.path.dirname(one) == str(tmp_path / "cache" / "renders")
     assert os.stat(one).st_mode & 0o777 == 0o700
+
+
+def test_no_render_is_kept_where_the_cache_cannot_be_made(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    assert rc.kept_dir(str(tmp_path / "file"), str(tmp_path / "a")) is None
