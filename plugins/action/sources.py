@@ -31,8 +31,7 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import summary as report
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.caller import caller_ds
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout, run_token
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.rendering import render_terms
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import STACK, STACK_INFO, ModuleRuns
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import STACK, STACK_INFO, ModuleRuns, render_terms
 
 display = Display()
 

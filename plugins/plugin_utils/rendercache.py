@@ -66,15 +66,17 @@ def _walk(src, root):
             raise _Dependent()  # outside the checkout: the render refuses it
         seen.add(real)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # hidden entries: the render skips them (.git)
+        base = os.path.relpath(dirpath, src)  # once per directory: "." for src itself
+        prefix = "" if base == os.curdir else base + os.sep
         for name in sorted(files):
             if not name.startswith("."):
-                path = os.path.join(dirpath, name)
-                yield os.path.relpath(path, src), _plain_bytes(path)
+                yield prefix + name, _plain_bytes(os.path.join(dirpath, name), name)
 
 
-def _plain_bytes(path):
-    """The bytes of the file ``path``; raises :class:`_Dependent` for a template, a kustomization or vault content."""
-    name = os.path.basename(path).lower()
+def _plain_bytes(path, name=None):
+    """The bytes of the file ``path`` (named ``name``); raises :class:`_Dependent` for a template, a kustomization or
+    vault content."""
+    name = (name or os.path.basename(path)).lower()
     if name.endswith(TEMPLATE_SUFFIX) or name in KUSTOMIZATIONS:
         raise _Dependent()
     try:
@@ -105,8 +107,8 @@ def content_key(src, options):
     digest = hashlib.sha256()
     try:
         files = _walk(src, src) if os.path.isdir(src) else [(os.path.basename(src), _plain_bytes(src))]
-        for rel, data in files:
-            digest.update(json.dumps([rel, len(data)]).encode("utf-8"))
+        for rel, data in files:  # a name cannot hold NUL: each file's name and length end with one
+            digest.update(b"%s\0%d\0" % (rel.encode("utf-8", "surrogateescape"), len(data)))
             digest.update(data)
     except _Dependent:
         return None

@@ -46,7 +46,6 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.execution import (
     interpreter_reason,
     task_reasons,
 )
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.rendering import render_terms
 
 try:  # ansible-core >= 2.19: arguments may carry data tags; encode them as for a module
     from ansible.module_utils.common.json import Direction, get_module_encoder
@@ -161,6 +160,15 @@ def run_in_process(runner, params, validated, argument_spec, rendered=False):
         result["warnings"] = warnings
     # remove_values copies the whole result (thousands of entries) even with nothing to mask
     return remove_values(result, no_log_values) if no_log_values else result
+
+
+def render_terms(terms, variables, loader, templar, **options):
+    """:func:`.rendering.render_terms`, its code imported on the first render: a run that reads a kept render (and
+    every run of ``resources``) loads none of the render's code (ansible-core compiles a collection's Python from
+    source in every run)."""
+    from ansible_collections.stacksync.k8s.plugins.plugin_utils.rendering import render_terms as render
+
+    return render(terms, variables, loader, templar, **options)
 
 
 # -- the engine's modules, as an action runs them ------------------------------------------------------------------

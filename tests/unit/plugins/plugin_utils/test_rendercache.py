@@ -185,6 +185,19 @@ def test_a_src_is_keyed_by_the_names_and_bytes_of_its_files(tmp_path):
     assert single and single != rc.content_key(str(root / "sub" / "b.json"), ["src", {}])
 
 
+def test_a_file_moved_to_another_directory_or_its_bytes_split_otherwise_change_the_key(tmp_path):
+    first = rc.content_key(str(src_dir(tmp_path / "1", {"sub/b.yaml": CM % "b"})), ["src", {}])
+    moved = rc.content_key(str(src_dir(tmp_path / "2", {"b.yaml": CM % "b"})), ["src", {}])
+    assert first.split("-")[0] != moved.split("-")[0]
+    # the names and bytes of two files, one byte moved from the end of one to the start of the other
+    one = rc.content_key(str(src_dir(tmp_path / "3", {"a.yaml": "ab", "b.yaml": "c"})), ["src", {}])
+    other = rc.content_key(str(src_dir(tmp_path / "4", {"a.yaml": "a", "b.yaml": "bc"})), ["src", {}])
+    assert one.split("-")[0] != other.split("-")[0]
+    # the same directory given with a trailing separator: the same names, the same files
+    root = tmp_path / "3" / "src"
+    assert rc.content_key(str(root) + "/", ["src", {}]).split("-")[0] == one.split("-")[0]
+
+
 @pytest.mark.parametrize("files, culprit", [
     ({"a.yaml": CM % "a", "b.yaml.j2": CM % "{{ inventory_hostname }}"}, "b.yaml.j2"),
     ({"kustomization.yaml": "resources: [a.yaml]\n", "a.yaml": CM % "a"}, "kustomization.yaml"),
