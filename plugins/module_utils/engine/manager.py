@@ -21,7 +21,11 @@ import contextlib
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.identity import group_kind_str
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import option
-from ansible_collections.stacksync.k8s.plugins.module_utils.engine import gate
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import diff as _diff
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import drift as _drift
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import fieldsv1 as _fieldsv1
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import gate, insync
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import owned as _owned
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import plan as P
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.apply import Applier, ApplyError, foreign_owned, shared_objects
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.changeset import ChangeSet
@@ -49,6 +53,15 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import Ap
 #: errors of the steps that end a run with a StackError
 RUN_ERRORS = (ApiError, LockError, RecordError, ApplyError)
 
+_DECIDING = []  # the digest of the code that decides whether an object is in sync (computed once per process)
+
+
+def deciding_code():
+    """:func:`.insync.code_digest` of the modules that decide whether an object is in sync."""
+    if not _DECIDING:
+        _DECIDING.append(insync.code_digest([P, _drift, _owned, _fieldsv1, _diff, insync]))
+    return _DECIDING[0]
+
 
 class StackManager(PruneSteps, Verb):
     """Converge one stack. See the module documentation for the meaning of every option. The run's context
@@ -65,6 +78,7 @@ class StackManager(PruneSteps, Verb):
         self.key_store = StackKey(client, opts.record_namespace, stack, opts.field_manager)
         self.observer, self.pruner, self.marker = Observer(self.run), Pruner(self.run), Marker(self.run)
         self.last_plan, self.pruning = None, False  # the plan of the last run, and whether it pruned (a check's plan)
+        self._verified, self._verified_path = None, None  # what earlier runs found in sync (see .insync)
 
     # -- helpers ------------------------------------------------------------------------------
     def close(self):
@@ -147,8 +161,19 @@ class StackManager(PruneSteps, Verb):
         plan.has_facts = True
         return plan
 
+    def verified(self):
+        """What earlier runs of the stack found in sync (:mod:`.insync`), read once."""
+        if self._verified is None:
+            server = getattr(self.client, "server", None)
+            self._verified_path = server and insync.memo_path(
+                self.opts.discovery_cache_dir, server, self.stack, self.opts.record_namespace, self.opts.field_manager,
+                self.opts.takeover_managers, deciding_code())
+            self._verified = insync.load(self._verified_path)
+        return self._verified
+
     def _plan(self, desired, snap, pruning, changeset):
-        to_apply, unchanged, ignored = P.apply_plan(desired, snap.ours, self.opts.field_manager, self.opts.takeover)
+        to_apply, unchanged, ignored = P.apply_plan(desired, snap.ours, self.opts.field_manager, self.opts.takeover,
+                                                    self.verified())
         # what another source of this run declares too, and keeps
         to_apply, yielded, warnings = self.opts.run_sources.split(to_apply, snap, self.stack, self.opts.source)
         for warning in warnings:
@@ -232,7 +257,14 @@ class StackManager(PruneSteps, Verb):
 
     # -- public entry points ------------------------------------------------------------------
     def sync(self, resources):
-        """Converge the stack to ``resources`` (state=present). Returns a ChangeSet; raises StackError."""
+        """Converge the stack to ``resources`` (state=present). Returns a ChangeSet; raises StackError. What the run
+        found in sync is remembered for the next (:mod:`.insync`)."""
+        cs = self._sync(resources)
+        if self._verified is not None:
+            insync.save(self._verified_path, self._verified)
+        return cs
+
+    def _sync(self, resources):
         cs = ChangeSet()
         with self._run(cs):
             desired = self.prepare(resources, cs)

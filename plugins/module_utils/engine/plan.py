@@ -271,31 +271,43 @@ def prune_budget_problem(candidates, total, max_prune):
                                           else max_prune, limit, option("max_prune"), shown))
 
 
-def in_sync_by_ownership(d, live, field_manager, patterns):
+def in_sync_by_ownership(d, live, field_manager, patterns, verified=None):
     """Whether applying desired ``d`` would change ``live``: the checksum says whether git changed,
     field ownership (:mod:`.drift`) whether the cluster did. ``d.drift`` gets what drifted. Objects
-    without managedFields (very old servers) fall back to comparing values."""
-    if annotation(live, CHECKSUM_ANNOTATION) != annotation(d.manifest, CHECKSUM_ANNOTATION):
+    without managedFields (very old servers) fall back to comparing values. ``verified``
+    (:class:`.insync.Verified`): an object an earlier run found in sync and no one changed since is in sync."""
+    checksum = annotation(d.manifest, CHECKSUM_ANNOTATION)
+    if annotation(live, CHECKSUM_ANNOTATION) != checksum:
         return False
+    take_over = d.policy != "merge"
+    if verified is not None and verified.seen(live, checksum, take_over):
+        return True
     found = drift_entries(live)
     if not found:
-        return in_sync(d.manifest, live, CHECKSUM_ANNOTATION)
-    d.drift = drift_of(d.manifest, live, field_manager, patterns, take_over=d.policy != "merge", found=found)
-    return not d.drift
+        synced = in_sync(d.manifest, live, CHECKSUM_ANNOTATION)
+    else:
+        d.drift = drift_of(d.manifest, live, field_manager, patterns, take_over=take_over, found=found)
+        synced = not d.drift
+    if synced and verified is not None:
+        verified.note(live, checksum, take_over)
+    return synced
 
 
 @gc_paused
-def apply_plan(desired, ours, field_manager, patterns):
+def apply_plan(desired, ours, field_manager, patterns, verified=None):
     """``(to_apply, unchanged, ignored)`` of the desired objects (``[Desired]``) against ``ours``
     (``{ObjectId: (info, live)}``): to write, already in sync, opted out (``ignored``: the ignore
-    annotation, or ``if-not-present`` for an object that exists)."""
+    annotation, or ``if-not-present`` for an object that exists). ``verified``: see :func:`in_sync_by_ownership`
+    (it then holds what this plan found in sync)."""
+    if verified is not None:
+        verified.start()
     to_apply, unchanged, ignored = [], [], []
     for d in desired:
         live = ours.get(d.oid)
         live = live[1] if live is not None else None
         if d.ignored or (live is not None and (d.policy == "if-not-present" or is_ignored(live))):
             ignored.append(d)
-        elif live is not None and in_sync_by_ownership(d, live, field_manager, patterns):
+        elif live is not None and in_sync_by_ownership(d, live, field_manager, patterns, verified):
             unchanged.append(d)
         else:
             to_apply.append(d)
