@@ -21,7 +21,7 @@ options:
         render of a C(src) whose files cannot depend on the host (no C(*.j2) template, kustomization or Ansible vault
         content under it, no link out of it), and reads it again while the names and bytes of its files are the same
         (they are read and hashed every run).
-      - Also kept here (in C(insync/), private to the controller user): the objects each stack's last run found in
+      - Also kept here (in C(insync/), private to the controller user) are the objects each stack's last run found in
         sync, by C(uid), C(resourceVersion) and checksum. An object that no one changed since (the API server gives
         any change, of its fields or of their owners, a new C(resourceVersion)) and whose manifest is the same is not
         checked for drift field by field again; any change is.
