@@ -22,9 +22,10 @@ options:
         content under it, no link out of it), and reads it again while the names and bytes of its files are the same
         (they are read and hashed every run).
       - Also kept here (in C(insync/), private to the controller user) are the objects each stack's last run found in
-        sync, by C(uid), C(resourceVersion) and checksum. An object that no one changed since (the API server gives
-        any change, of its fields or of their owners, a new C(resourceVersion)) and whose manifest is the same is not
-        checked for drift field by field again; any change is.
+        sync or left in sync (the server's answer to its apply), by C(uid), C(resourceVersion) and checksum. An object
+        that no one changed since (the API server gives any change, of its fields or of their owners, a new
+        C(resourceVersion)) and whose manifest is the same is not checked for drift field by field again; any change
+        is.
       - Set to an empty string to read discovery from the API server on every run (and keep no render, and nothing
         found in sync).
     type: path

@@ -25,7 +25,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.engine.drift import 
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.dryrun import DryRuns
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.gcpause import gc_paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.objects import is_secret, redact_secret_message, ssa_policy
-from ansible_collections.stacksync.k8s.plugins.module_utils.engine.plan import CRD_GK, by_stage
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.plan import CRD_GK, by_stage, remember_written
 from ansible_collections.stacksync.k8s.plugins.module_utils.health.wait import NotReady, is_ready, wait_gone
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import JSON_PATCH, ApiError
 
@@ -205,6 +205,8 @@ class Applier(Verb):
         if self.opts.diff and before is None and not d.from_crd:
             before = self.client.get_or_none(d.info.object_path(d.oid.namespace, d.oid.name))
         action, obj, error = self.apply_one(d, live, dry_run)
+        if obj is not None and not dry_run and self.run.verified is not None:  # in this thread, while others wait
+            remember_written(d, obj, self.opts.field_manager, self.opts.takeover, self.run.verified)
         return d, before, action, obj, error
 
     def _report(self, d, before, action, obj, error, changeset, written):

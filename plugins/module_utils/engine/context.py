@@ -37,6 +37,7 @@ class RunContext:
         self.grace = opts.grace  # the prune grace period of this run (none for state absent)
         self.lock = None  # the stack's LeaseLock while the run writes
         self.changeset = None  # the ChangeSet of the attempt under way
+        self.verified = None  # what this run and earlier ones found in sync (.insync.Verified), once read
 
     def ensure_lock(self, prove=False):
         """Stop before a write if the run no longer holds the stack's Lease (``prove``: see LeaseLock.ensure)."""

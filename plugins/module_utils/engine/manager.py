@@ -169,6 +169,8 @@ class StackManager(PruneSteps, Verb):
                 self.opts.discovery_cache_dir, server, self.stack, self.opts.record_namespace, self.opts.field_manager,
                 self.opts.takeover_managers, deciding_code())
             self._verified = insync.load(self._verified_path)
+            if self._verified_path:  # kept for the next run: what the applies leave in sync is noted too
+                self.run.verified = self._verified
         return self._verified
 
     def _plan(self, desired, snap, pruning, changeset):

@@ -271,6 +271,16 @@ def prune_budget_problem(candidates, total, max_prune):
                                           else max_prune, limit, option("max_prune"), shown))
 
 
+def _walked(manifest, live, field_manager, patterns, take_over):
+    """``(in sync, drift)`` of ``live`` against the stamped ``manifest`` (its checksum matches): field ownership
+    (:mod:`.drift`; ``drift`` None without managedFields, where the values are compared)."""
+    found = drift_entries(live)
+    if not found:
+        return in_sync(manifest, live, CHECKSUM_ANNOTATION), None
+    drift = drift_of(manifest, live, field_manager, patterns, take_over=take_over, found=found)
+    return not drift, drift
+
+
 def in_sync_by_ownership(d, live, field_manager, patterns, verified=None):
     """Whether applying desired ``d`` would change ``live``: the checksum says whether git changed,
     field ownership (:mod:`.drift`) whether the cluster did. ``d.drift`` gets what drifted. Objects
@@ -282,15 +292,23 @@ def in_sync_by_ownership(d, live, field_manager, patterns, verified=None):
     take_over = d.policy != "merge"
     if verified is not None and verified.seen(live, checksum, take_over):
         return True
-    found = drift_entries(live)
-    if not found:
-        synced = in_sync(d.manifest, live, CHECKSUM_ANNOTATION)
-    else:
-        d.drift = drift_of(d.manifest, live, field_manager, patterns, take_over=take_over, found=found)
-        synced = not d.drift
+    synced, drift = _walked(d.manifest, live, field_manager, patterns, take_over)
+    if drift is not None:
+        d.drift = drift
     if synced and verified is not None:
         verified.note(live, checksum, take_over)
     return synced
+
+
+def remember_written(d, obj, field_manager, patterns, verified):
+    """Note in ``verified`` the object ``obj`` the server answered an apply of desired ``d`` with, if it is in sync
+    (the next run finds it unchanged without walking it); ``d`` is left as it is."""
+    checksum = annotation(d.manifest, CHECKSUM_ANNOTATION)
+    if annotation(obj, CHECKSUM_ANNOTATION) != checksum:
+        return
+    take_over = d.policy != "merge"
+    if _walked(d.manifest, obj, field_manager, patterns, take_over)[0]:
+        verified.note(obj, checksum, take_over)
 
 
 @gc_paused

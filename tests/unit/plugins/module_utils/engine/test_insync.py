@@ -122,9 +122,7 @@ def test_an_object_found_in_sync_is_walked_again_only_once_someone_changed_it(cl
     ns, stack, cache = unique("insync"), unique("s"), str(tmp_path / "cache")
     objects = [namespace(ns), configmap("a", ns, k="git"), configmap("b", ns, k="git")]
     sync(client, stack, objects, discovery_cache_dir=cache)
-    assert walks == []  # created: nothing was in sync
-    cs = sync(client, stack, objects, discovery_cache_dir=cache)
-    assert sorted(walks) == sorted([ns, "a", "b"]) and {e.action for e in cs.entries} == {UNCHANGED}
+    assert sorted(walks) == sorted([ns, "a", "b"])  # the server's answers to the applies: in sync, noted
     del walks[:]
     cs = sync(client, stack, objects, discovery_cache_dir=cache)
     assert walks == [] and {e.action for e in cs.entries} == {UNCHANGED}  # no one changed them: not walked
@@ -132,7 +130,7 @@ def test_an_object_found_in_sync_is_walked_again_only_once_someone_changed_it(cl
     client.apply(cm_path(ns, "a"), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": ns},
                                     "data": {"k": "by hand"}}, "kubectl", force=True)
     cs = sync(client, stack, objects, discovery_cache_dir=cache)
-    assert walks == ["a", "a"]  # by each plan (the plan is made again under the Lease): it drifted
+    assert walks == ["a", "a", "a"]  # by each plan (the plan is made again under the Lease), and the apply's answer
     assert sorted((e.action, e.oid.name) for e in cs.entries) == sorted([(CONFIGURED, "a"), (UNCHANGED, ns), (UNCHANGED, "b")])
     assert live(client, cm_path(ns, "a"))["data"] == {"k": "git"}
     del walks[:]
@@ -140,17 +138,32 @@ def test_an_object_found_in_sync_is_walked_again_only_once_someone_changed_it(cl
     client.apply(cm_path(ns, "b"), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": ns},
                                     "data": {"k": "git"}}, "kubectl", force=True)
     cs = sync(client, stack, objects, discovery_cache_dir=cache)
-    # "a": applied by the last run, walked by the first plan only (in sync; the plan under the Lease knows it);
-    # "b": drifted, walked by each plan
-    assert sorted(walks) == ["a", "b", "b"]
+    assert walks == ["b", "b", "b"]
     assert sorted((e.action, e.oid.name) for e in cs.entries) == sorted([(CONFIGURED, "b"), (UNCHANGED, ns), (UNCHANGED, "a")])
     del walks[:]
-    # a change in git is applied whatever the memo says; without a cache directory every object is walked
+    # a change in git is applied whatever the memo says (no walk: the checksum differs), its answer walked
     changed = [namespace(ns), configmap("a", ns, k="git"), configmap("b", ns, k="new")]
     cs = sync(client, stack, changed, discovery_cache_dir=cache)
     assert sorted((e.action, e.oid.name) for e in cs.entries) == sorted([(CONFIGURED, "b"), (UNCHANGED, ns), (UNCHANGED, "a")])
-    # "b": applied by the last run, changed in git, applied without a walk; "a", the namespace: remembered
-    assert walks == []
+    assert walks == ["b"]
     del walks[:]
+    cs = sync(client, stack, changed, discovery_cache_dir=cache)
+    assert walks == [] and {e.action for e in cs.entries} == {UNCHANGED}
+    # without a cache directory every object is walked, by the first plan only (nothing written, no second plan)
     sync(client, stack, changed)
     assert sorted(walks) == sorted([ns, "a", "b"])
+
+
+def test_an_answer_that_is_not_in_sync_is_not_noted(client, tmp_path, monkeypatch):
+    ns, stack, cache = unique("insync-not"), unique("s"), str(tmp_path / "cache")
+    objects = [namespace(ns), configmap("a", ns, k="git")]
+    real, walks = P.drift_of, []
+
+    def lost_always(manifest, *args, **kwargs):  # as if the server had dropped a field of git (an unknown field)
+        return real(manifest, *args, **kwargs) or [{"manager": "stacksync", "operation": "Apply", "fields": ["data.k"]}]
+
+    monkeypatch.setattr(P, "drift_of", lost_always)
+    sync(client, stack, objects, discovery_cache_dir=cache)
+    monkeypatch.setattr(P, "drift_of", lambda manifest, *a, **kw: walks.append(manifest["metadata"]["name"]) or real(manifest, *a, **kw))
+    cs = sync(client, stack, objects, discovery_cache_dir=cache)
+    assert sorted(walks) == sorted([ns, "a"]) and {e.action for e in cs.entries} == {UNCHANGED}  # walked: not noted

@@ -212,12 +212,13 @@ def test_an_api_error_ends_the_run_as_a_stack_error_and_drops_the_discovery_cach
     ns, stack = unique("m-denied"), unique("s")
     cache = tmp_path / "discovery"
     sync(client, stack, stack_objects(ns, count=1), discovery_cache_dir=str(cache))
-    assert any(cache.rglob("*.json"))
+    assert any(cache.glob("stacksync-discovery-*.json"))
     m = manager(client, stack, discovery_cache_dir=str(cache), record_namespace="missing-" + ns)
     with pytest.raises(StackError) as e:
         m.sync(stack_objects(ns, count=1))  # the record namespace does not exist: the record cannot be written
     assert e.value.changeset is not None and "missing-" + ns in str(e.value)
-    assert not any(cache.rglob("*.json"))  # a stale kind may be why it failed: read discovery again next time
+    assert not any(cache.glob("stacksync-discovery-*.json"))  # a stale kind may be why it failed: read it again
+    assert any(cache.glob("insync/*.json"))  # what was found in sync stays true: an object's uid and resourceVersion
 
 
 def test_gate_facts_of_the_engine_come_from_its_options():
