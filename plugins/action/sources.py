@@ -21,6 +21,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.stacksync.k8s.plugins.module_utils.base import vocabulary
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import approval as A
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.prepare import Rendered
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.shared_lists import SharedLists
 from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, write_plan
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC
@@ -149,7 +150,7 @@ class ActionModule(ActionBase):
                    % (self._host, source["stack"], "fetched" if co["fetched"] else "reused", co["commit"][:12],
                       len(resources), "read from the render kept for its files (host-independent)" if kept
                       else "rendered", time.monotonic() - started))
-        return source, co["commit"], resources, None
+        return source, co["commit"], Rendered(resources), None  # checked by the render
 
     def _checkout(self, source, params):
         """The checkout of ``source``: its version, or the approved plan's commit of its stack (reported if the

@@ -33,6 +33,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.base.progress import
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import spoken
 from ansible_collections.stacksync.k8s.plugins.module_utils.common import credential_values, safe_params
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.gcpause import paused
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.prepare import Rendered
 from ansible_collections.stacksync.k8s.plugins.module_utils.info import ARGUMENT_SPEC as INFO_SPEC
 from ansible_collections.stacksync.k8s.plugins.module_utils.info import MUTUALLY_EXCLUSIVE as INFO_EXCLUSIVE
 from ansible_collections.stacksync.k8s.plugins.module_utils.info import run_stack_info
@@ -421,7 +422,7 @@ class StackAction(ActionBase):
         def render():
             return render_terms([params["src"]], task_vars, self._loader, self._templar, **options)
 
-        resources = self._kept_render(params, options, render)
+        resources = Rendered(self._kept_render(params, options, render))  # checked by the render
         params["resources"] = resources
         for name in ("src", "render"):
             args.pop(name, None)

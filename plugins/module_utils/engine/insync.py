@@ -118,8 +118,8 @@ def save(path, verified):
         os.makedirs(directory, 0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".stacksync-insync-")
         try:
-            with os.fdopen(fd, "w") as f:
-                json.dump({"format": FORMAT, "objects": verified.now}, f, separators=(",", ":"))
+            with os.fdopen(fd, "w") as f:  # dumps: json's C encoder (dump encodes in Python)
+                f.write(json.dumps({"format": FORMAT, "objects": verified.now}, separators=(",", ":")))
             os.rename(tmp, path)
         except (IOError, OSError):
             os.remove(tmp)

@@ -96,18 +96,26 @@ class Desired:
         return "%s (from %s)" % (self.oid, self.source) if self.source else str(self.oid)
 
 
+class Rendered(list):
+    """Manifests the render gave (``plugin_utils/render.py``): each checked by :func:`.validation.manifest_problem`
+    already, as :func:`prepare` checks the others; the action that rendered them marks them so."""
+
+
 def _validated(resources):
-    """``[(index, source, manifest)]`` of the valid manifests; raises PrepareError listing the invalid ones."""
+    """``[(index, source, manifest)]`` of the valid manifests; raises PrepareError listing the invalid ones.
+    :class:`Rendered` manifests were checked by the render."""
     if resources is None:
         resources = []
     if not isinstance(resources, list):
         raise PrepareError("resources must be a list of manifests")
+    checked = isinstance(resources, Rendered)
     manifests, errors = [], []
     for i, raw in enumerate(resources):
         if raw is None:
             continue  # empty YAML document
         try:
-            validate_manifest(raw, i)
+            if not checked:
+                validate_manifest(raw, i)
         except ManifestError as e:
             errors.append(str(e))
             continue

@@ -143,6 +143,7 @@ from ansible.template import Templar  # noqa: E402
 from ansible.vars.manager import VariableManager  # noqa: E402
 from ansible_collections.stacksync.k8s.plugins.action import stack as stack_plugin  # noqa: E402
 from ansible_collections.stacksync.k8s.plugins.action import stack_info as stack_info_plugin  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine import prepare  # noqa: E402
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import stack_action  # noqa: E402
 
 from tests.unit.plugins.module_utils.simengine import client_of, configmap, namespace, sync, unique  # noqa: E402
@@ -444,9 +445,11 @@ def test_the_render_of_a_src_is_kept_while_its_files_stay_the_same(kubesim, tmp_
     src.mkdir()
     (src / "ns.yaml").write_text(yaml.safe_dump(namespace(ns)))
     (src / "a.yaml").write_text(yaml.safe_dump(configmap("a", ns)))
-    rendered = []
+    rendered, checked = [], []
     real = stack_action.render_terms
     monkeypatch.setattr(stack_action, "render_terms", lambda *a, **kw: rendered.append(a[0]) or real(*a, **kw))
+    validate = prepare.validate_manifest
+    monkeypatch.setattr(prepare, "validate_manifest", lambda m, i=None: checked.append(i) or validate(m, i))
     loader, task_vars = host_vars(tmp_path)
 
     def run(**more):
@@ -458,6 +461,7 @@ def test_the_render_of_a_src_is_kept_while_its_files_stay_the_same(kubesim, tmp_
 
     assert run() and len(rendered) == 1
     assert not run() and len(rendered) == 1  # read from the render kept
+    assert checked == []  # the render checked each manifest: the engine does not again
     (src / "a.yaml").write_text(yaml.safe_dump(configmap("a", ns, k="changed")))
     assert run() and len(rendered) == 2  # its bytes changed: rendered again, and applied
     assert client_of(kubesim).get(f"/api/v1/namespaces/{ns}/configmaps/a")["data"] == {"k": "changed"}

@@ -103,6 +103,18 @@ def test_source_is_stripped_after_preparation_only():
     assert o.checksum(d.manifest, d.oid) == o.checksum(plain.manifest, plain.oid)
 
 
+def test_the_renders_manifests_are_not_checked_again_and_any_others_are(monkeypatch):
+    checked = []
+    real = p.validate_manifest
+    monkeypatch.setattr(p, "validate_manifest", lambda m, i=None: checked.append(i) or real(m, i))
+    rendered = p.Rendered([doc(source="a.yaml#0"), None, doc("Secret", "s", source="b.yaml#0", type="Opaque")])
+    desired = manager().prepare(rendered, ChangeSet())
+    assert checked == [] and [d.oid.name for d in desired] == ["c", "s"] and desired[0].source == "a.yaml#0"
+    manager().prepare(list(rendered), ChangeSet())  # the same manifests from anywhere else: each checked
+    assert checked == [0, 2]
+    assert "Bad_Name" in sync_error([doc(name="Bad_Name")])  # and refused
+
+
 # -- sizes --------------------------------------------------------------------------------------
 MIB = 1024 * 1024
 
