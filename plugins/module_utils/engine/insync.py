@@ -9,7 +9,9 @@ and on the desired one: the server gives a changed object (any field, ``managedF
 ``resourceVersion``, and a deleted and re-created one a new ``uid``; the desired object is its checksum (with the
 stack, record namespace, field manager and takeover patterns of the memo's file). So an object with the same uid,
 resourceVersion, checksum and take-over as when a run found it in sync is in sync: it is not walked again. Any
-change by anyone, and any change in git, walks it again; nothing is remembered of an object that was not in sync.
+change by anyone, and any change in git, walks it again; nothing is remembered of an object that was not in sync,
+nor of one without a ``uid`` and ``resourceVersion``. (Every API of kube-apiserver, custom resources included, gives a
+changed object a new ``resourceVersion``; the API conventions ask the same of an aggregated API server.)
 
 The memo is kept in ``<discovery_cache_dir>/insync/`` (private to the controller user, like the discovery cache),
 one file per server, stack and options, and under the code that decides (:func:`code_digest`): another version of
