@@ -105,20 +105,13 @@ def test_check_mode_prediction_retries_a_conflict_unconditionally_and_keeps_the_
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.context import RunContext  # noqa: E402
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.prepare import stamp_all  # noqa: E402
 
-from ..simengine import client_of, cm_path, configmap, create, live, manager, namespace, unique  # noqa: E402
+from ..simengine import cm_path, configmap, create, live, manager, namespace, unique  # noqa: E402
 
 CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "gadgets.apply.stacksync.io"},
        "spec": {"group": "apply.stacksync.io", "scope": "Namespaced",
                 "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
                     "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
-
-
-@pytest.fixture(scope="module")
-def sim_client(kubesim):
-    c = client_of(kubesim)
-    yield c
-    c.close()
 
 
 def apply_run(client, stack, resources, dry_run=False, ensure_lock=lambda prove=False: None, **options):

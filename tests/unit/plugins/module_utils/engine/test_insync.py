@@ -12,7 +12,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.engine import manage
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import plan as P
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.changeset import CONFIGURED, UNCHANGED
 
-from ..simengine import client_of, cm_path, configmap, live, namespace, sync, unique
+from ..simengine import cm_path, configmap, live, namespace, sync, unique
 
 
 def obj(uid="u1", version="7", checksum="sha256:a"):
@@ -97,13 +97,6 @@ def test_the_code_digest_follows_the_source_and_is_none_without_one():
 # -- the manager: a run's walks on the simulator ---------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def client(kubesim):
-    c = client_of(kubesim)
-    yield c
-    c.close()
-
-
 @pytest.fixture
 def walks(monkeypatch):
     """The names of the objects the runs walk (the drift of their managedFields)."""
@@ -118,7 +111,8 @@ def walks(monkeypatch):
     return names
 
 
-def test_an_object_found_in_sync_is_walked_again_only_once_someone_changed_it(client, tmp_path, walks):
+def test_an_object_found_in_sync_is_walked_again_only_once_someone_changed_it(sim_client, tmp_path, walks):
+    client = sim_client
     ns, stack, cache = unique("insync"), unique("s"), str(tmp_path / "cache")
     objects = [namespace(ns), configmap("a", ns, k="git"), configmap("b", ns, k="git")]
     sync(client, stack, objects, discovery_cache_dir=cache)
@@ -154,7 +148,8 @@ def test_an_object_found_in_sync_is_walked_again_only_once_someone_changed_it(cl
     assert sorted(walks) == sorted([ns, "a", "b"])
 
 
-def test_an_answer_that_is_not_in_sync_is_not_noted(client, tmp_path, monkeypatch):
+def test_an_answer_that_is_not_in_sync_is_not_noted(sim_client, tmp_path, monkeypatch):
+    client = sim_client
     ns, stack, cache = unique("insync-not"), unique("s"), str(tmp_path / "cache")
     objects = [namespace(ns), configmap("a", ns, k="git")]
     real, walks = P.drift_of, []
