@@ -588,10 +588,10 @@ def test_a_run_that_prunes_a_crd_drops_the_discovery_cache(client, record_ns, ns
     resources = crd_and_gadget(group, ns)
     cache = tmp_path / "discovery"
     assert sync(client, record_ns, stack, resources, discovery_cache_dir=str(cache)).counts["created"] == 2
-    assert any(group in f.read_text() for f in cache.iterdir())
+    assert any(group in f.read_text() for f in cache.glob("stacksync-discovery-*.json"))
     r = sync(client, record_ns, stack, [cm("c", ns)], discovery_cache_dir=str(cache))
     assert r.counts["pruned"] == 2, r.counts
-    assert not any(group in f.read_text() for f in cache.iterdir() if f.is_file())
+    assert not any(group in f.read_text() for f in cache.glob("stacksync-discovery-*.json"))
 
 
 def test_rbac_limited_credentials(client, kube):
