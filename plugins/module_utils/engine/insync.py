@@ -13,10 +13,10 @@ change by anyone, and any change in git, walks it again; nothing is remembered o
 nor of one without a ``uid`` and ``resourceVersion``. (Every API of kube-apiserver, custom resources included, gives a
 changed object a new ``resourceVersion``; the API conventions ask the same of an aggregated API server.)
 
-The memo is kept in ``<discovery_cache_dir>/insync/`` (private to the controller user, like the discovery cache),
-one file per server, stack and options, and under the code that decides (:func:`code_digest`): another version of
-the collection starts from nothing. Without a cache directory, or when the file cannot be read or written, every
-object is walked. Pure but for :func:`load` and :func:`save`.
+The memo is kept in ``<discovery_cache_dir>/insync/`` (a directory private to the controller user, next to the
+discovery cache), one file per server, stack and options, and under the code that decides (:func:`code_digest`):
+another version of the collection starts from nothing. Without a cache directory, or when the file cannot be read
+or written, every object is walked. Pure but for :func:`load` and :func:`save`.
 """
 
 from __future__ import absolute_import, division, print_function
