@@ -90,8 +90,9 @@ def code_digest(modules):
 
 
 def memo_path(cache_dir, server, stack, record_namespace, field_manager, takeover_managers, code):
-    """The file of a stack's memo on ``server``, or None (no cache directory, or no digest of the code)."""
-    if not cache_dir or not code:
+    """The file of a stack's memo on ``server``, or None (no cache directory, no server URL, or no digest of the
+    code)."""
+    if not cache_dir or not server or not code:
         return None
     text = json.dumps([FORMAT, server, stack, record_namespace, field_manager, takeover_managers, code],
                       sort_keys=True, default=str)

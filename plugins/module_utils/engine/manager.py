@@ -164,10 +164,9 @@ class StackManager(PruneSteps, Verb):
     def verified(self):
         """What earlier runs of the stack found in sync (:mod:`.insync`), read once."""
         if self._verified is None:
-            server = getattr(self.client, "server", None)
-            self._verified_path = server and insync.memo_path(
-                self.opts.discovery_cache_dir, server, self.stack, self.opts.record_namespace, self.opts.field_manager,
-                self.opts.takeover_managers, deciding_code())
+            self._verified_path = insync.memo_path(
+                self.opts.discovery_cache_dir, getattr(self.client, "server", None), self.stack,
+                self.opts.record_namespace, self.opts.field_manager, self.opts.takeover_managers, deciding_code())
             self._verified = insync.load(self._verified_path)
             if self._verified_path:  # kept for the next run: what the applies leave in sync is noted too
                 self.run.verified = self._verified

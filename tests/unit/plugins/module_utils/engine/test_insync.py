@@ -53,6 +53,7 @@ def test_the_memo_file_is_one_per_server_stack_and_options_under_the_code(tmp_pa
                         ("field_manager", "other"), ("takeover_managers", ["kubectl"]), ("code", "c0df")]:
         assert insync.memo_path(**dict(base, **{name: other})) != path
     assert insync.memo_path(**dict(base, cache_dir=None)) is None
+    assert insync.memo_path(**dict(base, server=None)) is None  # a client without a server URL: nothing remembered
     assert insync.memo_path(**dict(base, code=None)) is None  # the deciding code unknown: nothing remembered
 
 
