@@ -32,7 +32,7 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import summary as report
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.caller import caller_ds
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout, run_token
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import STACK, STACK_INFO, ModuleRuns, render_terms
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import STACK, STACK_INFO, ModuleRuns, kept_rendered, render_terms
 
 display = Display()
 
@@ -83,7 +83,12 @@ class ActionModule(ActionBase):
         # several stacks list each kind once for all of them (module_utils/engine/shared_lists.py)
         self._shared = SharedLists(s["stack"] for s in sources) if len(sources) > 1 else None
         prepared = [self._prepare(s, params, task_vars) for s in sources]
-        entries = self._sync(prepared, params, task_vars)
+        try:
+            entries = self._sync(prepared, params, task_vars)
+        finally:
+            for _source, _commit, resources, _error in prepared:
+                if isinstance(resources, Rendered):  # what the stack runs' prepare found, for the next
+                    resources.keep()
         if params["summary"]:
             display.display("\n".join(report.summary_lines(self._host, entries, bool(self._task.check_mode))))
         return self._result(result, entries, prepared, params)
@@ -141,16 +146,19 @@ class ActionModule(ActionBase):
         def render():
             return render_terms([src], task_vars, self._loader, self._templar, root=root, **options)
 
+        key = rc.cache_key(co["tree"], src, root, options)
         try:  # once for every host and run while its files stay the same, if it can (rendercache.py)
-            resources, kept = rc.rendered_once(os.path.join(root, ".git"), rc.cache_key(co["tree"], src, root, options),
-                                               lambda: rc.host_independent(src, root), render)
+            resources, kept = rc.rendered_once(os.path.join(root, ".git"), key, lambda: rc.host_independent(src, root),
+                                               render)
         except AnsibleError as e:
             return source, co["commit"], None, str(e)
         display.vv("stacksync [%s] stack %s: %s commit %s, %d objects %s in %.1f s"
                    % (self._host, source["stack"], "fetched" if co["fetched"] else "reused", co["commit"][:12],
                       len(resources), "read from the render kept for its files (host-independent)" if kept
                       else "rendered", time.monotonic() - started))
-        return source, co["commit"], Rendered(resources), None  # checked by the render
+        key_dir = os.path.join(root, ".git")
+        # checked by the render; one read from where it is kept has the checksums kept beside it
+        return source, co["commit"], kept_rendered(resources, key_dir, key) if kept else Rendered(resources), None
 
     def _checkout(self, source, params):
         """The checkout of ``source``: its version, or the approved plan's commit of its stack (reported if the

@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 
 from ansible.release import __version__ as ANSIBLE_VERSION
 
@@ -52,9 +53,9 @@ class _Dependent(Exception):
     """The render of the files walked may depend on the host, hold decrypted values, or read files elsewhere."""
 
 
-def _walk(src, root):
-    """``(path relative to src, bytes)`` of every file the render of ``src`` may read (under ``root``), in a stable
-    order; raises :class:`_Dependent` (see the module's docstring)."""
+def _files(src, root):
+    """``(path relative to src, path, name)`` of every file the render of ``src`` may read (under ``root``), in a
+    stable order; raises :class:`_Dependent` for a directory out of ``root`` (see the module's docstring)."""
     root = os.path.realpath(root)
     seen = set()
     for dirpath, dirs, files in os.walk(src, followlinks=True):
@@ -70,7 +71,14 @@ def _walk(src, root):
         prefix = "" if base == os.curdir else base + os.sep
         for name in sorted(files):
             if not name.startswith("."):
-                yield prefix + name, _plain_bytes(os.path.join(dirpath, name), name)
+                yield prefix + name, os.path.join(dirpath, name), name
+
+
+def _walk(src, root):
+    """``(path relative to src, bytes)`` of every file the render of ``src`` may read (under ``root``), in a stable
+    order; raises :class:`_Dependent` (see the module's docstring)."""
+    for rel, path, name in _files(src, root):
+        yield rel, _plain_bytes(path, name)
 
 
 def _plain_bytes(path, name=None):
@@ -100,19 +108,99 @@ def host_independent(src, root):
     return True
 
 
-def content_key(src, options):
-    """The key of the render of ``src`` (a directory or a file, not a checkout: ``stacksync.k8s.stack``'s ``src``)
-    with ``options``, made of the names and bytes of every file under it, the options and :func:`code_fingerprint`;
-    None when it is not host-independent (nothing kept: it renders every run)."""
+def _file_list(src):
+    """:func:`_files` of ``src``, a directory or a file."""
+    if os.path.isdir(src):
+        return _files(src, src)
+    return [(os.path.basename(src), src, os.path.basename(src))]
+
+
+def _read_head(src):
+    """The digest of the names and bytes of every file of ``src`` (None: it is not host-independent)."""
     digest = hashlib.sha256()
     try:
-        files = _walk(src, src) if os.path.isdir(src) else [(os.path.basename(src), _plain_bytes(src))]
-        for rel, data in files:  # a name cannot hold NUL: each file's name and length end with one
+        for rel, path, name in _file_list(src):  # a name cannot hold NUL: each file's name and length end with one
+            data = _plain_bytes(path, name)
             digest.update(b"%s\0%d\0" % (rel.encode("utf-8", "surrogateescape"), len(data)))
             digest.update(data)
     except _Dependent:
         return None
-    head = digest.hexdigest()[:40]
+    return digest.hexdigest()[:40]
+
+
+#: a file changed this close to the time its stat was read may change again with the same stat (a timestamp's
+#: granularity): the stat of a tree is remembered only when none of its files changed in the last seconds
+STAT_SETTLED_NS = 2 * 10 ** 9
+STAT_MEMO = "stacksync-files-stat.json"  # not a render: _write keeps it
+
+
+def _stat_digest(src):
+    """``(digest of the names and stats of every file of src, newest change in ns)``, or ``(None, None)`` (a file
+    cannot be read, a template, a kustomization or a link out: never remembered)."""
+    digest, newest = hashlib.sha256(), 0
+    try:
+        for rel, path, name in _file_list(src):
+            lowered = name.lower()
+            if lowered.endswith(TEMPLATE_SUFFIX) or lowered in KUSTOMIZATIONS:
+                return None, None
+            st = os.stat(path)
+            digest.update(b"%s\0%d\0%d\0%d\0%d\0%d\0" % (rel.encode("utf-8", "surrogateescape"), st.st_dev,
+                                                          st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    except (_Dependent, OSError):
+        return None, None
+    return digest.hexdigest(), newest
+
+
+def _remembered_head(memo_dir, stat):
+    try:
+        with open(os.path.join(memo_dir, STAT_MEMO)) as f:
+            memo = json.load(f)
+    except (IOError, OSError, ValueError):
+        return None
+    if isinstance(memo, dict) and memo.get("stat") == stat and isinstance(memo.get("head"), str):
+        return memo["head"]
+    return None
+
+
+def _remember_head(memo_dir, stat, head):
+    with contextlib.suppress(IOError, OSError):
+        fd, tmp = tempfile.mkstemp(dir=memo_dir, prefix="." + PREFIX)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"stat": stat, "head": head}, f)
+        os.rename(tmp, os.path.join(memo_dir, STAT_MEMO))
+
+
+def files_head(src, memo_dir=None, clock=time.time_ns):
+    """The digest of the names and bytes of every file of ``src`` (None: not host-independent).
+
+    With ``memo_dir`` (private to this user), the digest is remembered there under the names and stats of the
+    files (device, inode, size, modification and change times, as git's index keeps them) and not read again while
+    none of them changes: a write changes a file's change time (which no one can set back), a new file or a file
+    replaced its inode. The stats are remembered only when no file changed in the last :data:`STAT_SETTLED_NS`
+    (``clock()``, in ns): a file written within a timestamp's granularity of its read could keep its stat."""
+    if memo_dir is None:
+        return _read_head(src)
+    now = clock()
+    stat, newest = _stat_digest(src)  # before the bytes are read: a change while they are read is a new stat
+    if stat is None:
+        return _read_head(src)
+    head = _remembered_head(memo_dir, stat)
+    if head is None:
+        head = _read_head(src)
+        if head is not None and newest < now - STAT_SETTLED_NS:
+            _remember_head(memo_dir, stat, head)
+    return head
+
+
+def content_key(src, options, memo_dir=None):
+    """The key of the render of ``src`` (a directory or a file, not a checkout: ``stacksync.k8s.stack``'s ``src``)
+    with ``options``, made of the names and bytes of every file under it (:func:`files_head`: with ``memo_dir``, read
+    again only when a file's stat changed), the options and :func:`code_fingerprint`; None when it is not
+    host-independent (nothing kept: it renders every run)."""
+    head = files_head(src, memo_dir)
+    if head is None:
+        return None
     text = json.dumps([head, os.path.realpath(src), options, code_fingerprint()], sort_keys=True, default=str)
     return "%s-%s" % (head, hashlib.sha256(text.encode("utf-8")).hexdigest()[:32])
 
@@ -190,6 +278,56 @@ def _write(directory, key, manifests):
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.rename(tmp, os.path.join(directory, PREFIX + key + ".json"))
+
+
+CHECKSUMS = "stacksync-checksums-"
+
+
+def _checksums_path(directory, key):
+    return os.path.join(directory, CHECKSUMS + key + ".json")
+
+
+def kept_checksums(directory, key):
+    """What the engine's prepare found of each manifest of the render ``key`` kept in ``directory`` (see
+    :class:`.prepare.Rendered`), or ``{}``. Kept with the render: the same manifests, by index."""
+    try:
+        with open(_checksums_path(directory, key)) as f:
+            data = json.load(f)
+    except (IOError, OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("code") != checksum_code():
+        return {}
+    return data.get("objects") if isinstance(data.get("objects"), dict) else {}
+
+
+def keep_checksums(directory, key, checksums):
+    """Keep ``checksums`` of the render ``key`` in ``directory`` (atomically), and drop those of other trees' renders
+    (as :func:`rendered_once` drops the renders)."""
+    tree = key.split("-", 1)[0]
+    with contextlib.suppress(IOError, OSError):
+        for old in glob.glob(os.path.join(directory, CHECKSUMS + "*.json")):
+            if not os.path.basename(old).startswith(CHECKSUMS + tree + "-"):
+                os.remove(old)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + CHECKSUMS)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps({"code": checksum_code(), "objects": checksums}, separators=(",", ":")))
+        os.rename(tmp, _checksums_path(directory, key))
+
+
+#: the files whose code makes a checksum (and the identity it covers) from a manifest
+_CHECKSUM_CODE = []
+
+
+def checksum_code():
+    """A digest of the engine's code that makes an object's checksum: checksums kept by other code are not read."""
+    if not _CHECKSUM_CODE:
+        engine = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils", "engine")
+        digest = hashlib.sha256()
+        for name in ("objects.py", "prepare.py"):
+            with contextlib.suppress(IOError, OSError), open(os.path.join(engine, name), "rb") as f:
+                digest.update(f.read())
+        _CHECKSUM_CODE.append(digest.hexdigest()[:16])
+    return _CHECKSUM_CODE[0]
 
 
 def rendered_once(git_dir, key, shareable, render, still=None):

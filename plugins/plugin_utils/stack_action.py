@@ -172,6 +172,14 @@ def render_terms(terms, variables, loader, templar, **options):
     return render(terms, variables, loader, templar, **options)
 
 
+def kept_rendered(manifests, directory, key):
+    """:class:`.prepare.Rendered` of ``manifests`` read from the render ``key`` kept in ``directory``, with the
+    checksums kept beside it, kept again by :meth:`~.prepare.Rendered.keep` when the run adds some. Only a render read
+    from where it is kept has them: its manifests are the key's, whatever the files became since."""
+    return Rendered(manifests, rc.kept_checksums(directory, key),
+                    keep=lambda checksums: rc.keep_checksums(directory, key, checksums))
+
+
 # -- the engine's modules, as an action runs them ------------------------------------------------------------------
 
 class EngineModule:
@@ -411,6 +419,9 @@ class StackAction(ActionBase):
         finally:
             if prefetch is not None:  # the run closes it too
                 prefetch.close()
+            resources = params.get("resources")
+            if isinstance(resources, Rendered):  # what the run's prepare found, for the next
+                resources.keep()
 
     def _render_src(self, args, params, task_vars):
         """Replace ``src`` (and ``render``) of ``args`` and ``params`` with the manifests it renders to, if given;
@@ -422,7 +433,7 @@ class StackAction(ActionBase):
         def render():
             return render_terms([params["src"]], task_vars, self._loader, self._templar, **options)
 
-        resources = Rendered(self._kept_render(params, options, render))  # checked by the render
+        resources = self._kept_render(params, options, render)  # checked by the render
         params["resources"] = resources
         for name in ("src", "render"):
             args.pop(name, None)
@@ -431,22 +442,25 @@ class StackAction(ActionBase):
         return True
 
     def _kept_render(self, params, options, render):
-        """``render()``, or the render of ``src`` kept while its files stay the same (:func:`.rendercache.content_key`,
-        in the discovery cache directory; none kept without one)."""
+        """:class:`.prepare.Rendered`: ``render()``, or the render of ``src`` kept while its files stay the same
+        (:func:`.rendercache.content_key`, in the discovery cache directory, with the stat of the files it read; none
+        kept without one) with the checksums kept beside it (:func:`.rendercache.kept_checksums`)."""
         if not params.get("discovery_cache_dir"):
-            return render()
+            return Rendered(render())
         path = self._loader.path_dwim(str(params["src"]))  # as the render finds it
         identity = [str(params["src"]), options]
+        directory = rc.kept_dir(params["discovery_cache_dir"], path)
+        if directory is None:
+            return Rendered(render())
 
-        def key():
-            return rc.content_key(path, identity)
+        def key():  # the files' bytes are read again only when a file's stat changed
+            return rc.content_key(path, identity, memo_dir=directory)
 
         first = key()
-        directory = rc.kept_dir(params["discovery_cache_dir"], path) if first else None
-        if directory is None:
-            return render()
+        if first is None:
+            return Rendered(render())
         resources, kept = rc.rendered_once(directory, first, lambda: True, render, still=lambda: key() == first)
-        if kept:
-            display.vv("src %s: read from the render kept for its files" % params["src"],
-                       host=self._play_context.remote_addr)
-        return resources
+        if not kept:
+            return Rendered(resources)
+        display.vv("src %s: read from the render kept for its files" % params["src"], host=self._play_context.remote_addr)
+        return kept_rendered(resources, directory, first)

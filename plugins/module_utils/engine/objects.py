@@ -229,15 +229,16 @@ ASCII_JSON_FACTOR = 12
 
 def sent_size_bound(manifest, payload):
     """An upper bound of the bytes of ``manifest`` as the client sends it (ASCII JSON, not stamped yet) from its
-    :func:`checksum_payload`, or None when the payload leaves out something the request carries: ``status``, the
-    server's metadata, values under the stamped keys (the namespace is counted apart)."""
+    :func:`checksum_payload` (or the payload's length), or None when the payload leaves out something the request
+    carries: ``status``, the server's metadata, values under the stamped keys (the namespace is counted apart)."""
     meta = manifest.get("metadata") or {}
     if "status" in manifest or not _SERVER_METADATA.isdisjoint(meta):
         return None
     for field in ("labels", "annotations"):
         if not _STAMPED.isdisjoint(meta.get(field) or ()):
             return None
-    return ASCII_JSON_FACTOR * (len(payload) + len(str(meta.get("namespace") or ""))) + 64
+    length = payload if isinstance(payload, int) else len(payload)
+    return ASCII_JSON_FACTOR * (length + len(str(meta.get("namespace") or ""))) + 64
 
 
 def stack_checksum(checksums):

@@ -71,11 +71,12 @@ class Desired:
         "source",
     )
 
-    def __init__(self, oid, info, manifest, index, from_crd=False, source=None, payload=None, record_namespace=None):
+    def __init__(self, oid, info, manifest, index, from_crd=False, source=None, payload=None, record_namespace=None,
+                 checksum=None):
         self.oid = oid
         self.info = info
         self.manifest = manifest
-        self.checksum = None
+        self.checksum = checksum  # a Secret's is keyed: stamp_all makes it; the others' prepare (or an earlier one)
         self.payload = payload  # checksum_payload of the prepared manifest, until stamp_all hashes it
         annotated = bool((manifest.get("metadata") or {}).get("annotations"))  # most manifests have none
         self.policy = ssa_policy(manifest) if annotated else None  # the stacksync.io/ssa annotation
@@ -98,7 +99,26 @@ class Desired:
 
 class Rendered(list):
     """Manifests the render gave (``plugin_utils/render.py``): each checked by :func:`.validation.manifest_problem`
-    already, as :func:`prepare` checks the others; the action that rendered them marks them so."""
+    already, as :func:`prepare` checks the others; the action that rendered them marks them so.
+
+    ``checksums``: what a prepare of the same manifests (the same render, kept) found of each, by index
+    (``str(index)``: ``[group, kind, namespace, name, length of its checksum_payload, its checksum]``; Secrets, whose
+    checksums are keyed, never): :func:`prepare` takes the checksum of an object whose identity is the one remembered
+    instead of encoding and hashing it again, and adds what it computed (``added`` then tells the action to keep it,
+    beside the render: :func:`keep`)."""
+
+    def __init__(self, manifests=(), checksums=None, keep=None):
+        super(Rendered, self).__init__(manifests)
+        self.checksums = checksums if isinstance(checksums, dict) else {}
+        self.added = False
+        self._keep = keep
+
+    def keep(self):
+        """Hand the checksums to the action's ``keep(checksums)`` if this run added any (once)."""
+        if self.added and self._keep is not None:
+            self._keep(self.checksums)
+        self.added = False
+
 
 
 def _validated(resources):
@@ -163,20 +183,35 @@ def record_namespaces(opts):
     return out
 
 
-def _problem(m, oid, known):
-    """``(why a resolved manifest cannot be applied or None, its checksum_payload)``; Secrets are normalised on the
-    way. ``known``: the record namespaces the run knows of (any stack's state in them is refused)."""
+def _problem(m, oid, known, remembered=None):
+    """``(why a resolved manifest cannot be applied or None, its checksum_payload, its checksum)``: a Secret's payload
+    (normalised on the way; stamp_all hashes it with the stack's key), the checksum of the others (the payload then
+    None); ``remembered``: what a prepare of the same manifest found (:class:`Rendered`), taken if the identity is
+    the same. ``known``: the record namespaces the run knows of (any stack's state in them is refused)."""
     if is_state_object(oid, known) or label(m, RECORD_LABEL) is not None:
         return ("this is (or could be) the state of a stack -- its record, key or Lease in a record namespace (%s), "
                 "named stacksync-*, or labelled %s -- and manifests may not declare it"
-                % (", ".join(known), RECORD_LABEL)), None
+                % (", ".join(known), RECORD_LABEL)), None, None
     if is_secret(oid):
         shape = secret_shape_problem(m)
         if shape:
-            return shape, None
+            return shape, None, None
         normalize_secret(m)
-    payload = checksum_payload(m, oid)  # what stamp_all hashes; its length bounds the request's (no second encoding)
-    return size_problem(m, oid, sent_size_bound(m, payload)), payload
+        payload = checksum_payload(m, oid)
+        return size_problem(m, oid, sent_size_bound(m, payload)), payload, None
+    if remembered is not None and list(oid) == remembered[:4]:
+        return size_problem(m, oid, sent_size_bound(m, remembered[4])), None, remembered[5]
+    payload = checksum_payload(m, oid)  # its length bounds the request's (no second encoding)
+    return size_problem(m, oid, sent_size_bound(m, payload)), payload, checksum_of(payload)
+
+
+def _remembered(checksums, index):
+    """The entry of ``checksums`` (:class:`Rendered`) for the manifest at ``index``, if it is one."""
+    entry = checksums.get(str(index))
+    if (isinstance(entry, list) and len(entry) == 6 and all(isinstance(x, str) for x in entry[:4])
+            and isinstance(entry[4], int) and isinstance(entry[5], str)):
+        return entry
+    return None
 
 
 def _described(m, namespace, i, src):
@@ -193,6 +228,7 @@ def prepare(resources, discovery, opts, warn):
     Raises PrepareError (nothing is written); ``warn(message)`` receives warnings.
     """
     manifests = _validated(resources)
+    checksums = resources.checksums if isinstance(resources, Rendered) else None
     crds = crd_kinds(manifests)
     known = record_namespaces(opts)
     desired, errors, seen = [], [], {}
@@ -213,11 +249,14 @@ def prepare(resources, discovery, opts, warn):
             errors.append("duplicate object %s (%s and %s)" % (oid, origin(*seen[oid]), origin(i, src)))
             continue
         seen[oid] = (i, src)
-        problem, payload = _problem(m, oid, known)
+        problem, payload, digest = _problem(m, oid, known, _remembered(checksums, i) if checksums else None)
         if problem:
             errors.append("%s: %s" % (_described(m, given_namespace, i, src), problem))
             continue
-        desired.append(Desired(oid, info, m, i, from_crd, src, payload, record_namespace=known[0]))
+        if checksums is not None and payload is not None and digest is not None:
+            checksums[str(i)] = [*oid, len(payload), digest]
+            resources.added = True
+        desired.append(Desired(oid, info, m, i, from_crd, src, None if digest else payload, known[0], digest))
     errors.extend(confinement_problems(desired, getattr(opts, "policy", None)))  # resolved identities, before any write
     if errors:
         raise PrepareError("cannot sync stack %r: %s" % (opts.stack, "; ".join(errors[:20])))
@@ -229,9 +268,10 @@ def stamp_all(desired, stack, key):
     """Compute checksums and stamp our metadata (Secrets keyed; without a key they never match live), with
     the record namespace that tells the stack from others of its name (left out of the checksum, like the label)."""
     for d in desired:
-        payload = d.payload if d.payload is not None else checksum_payload(d.manifest, d.oid)
-        d.payload = None  # the stamps are not in it, but a Secret may be stamped again (a new key): made again then
-        d.checksum = checksum_of(payload, (key or NO_KEY) if is_secret(d.oid) else None)
+        if d.checksum is None or is_secret(d.oid):  # the others' (no key) made by prepare already
+            payload = d.payload if d.payload is not None else checksum_payload(d.manifest, d.oid)
+            d.payload = None  # the stamps are not in it, but a Secret may be stamped again (a new key): made again then
+            d.checksum = checksum_of(payload, (key or NO_KEY) if is_secret(d.oid) else None)
         stamp(d.manifest, stack, d.oid, d.checksum)
         if d.record_namespace:
             d.manifest["metadata"]["annotations"][RECORD_NAMESPACE_ANNOTATION] = d.record_namespace

@@ -218,6 +218,103 @@ def test_a_src_with_a_link_out_of_it_has_no_key(tmp_path):
     assert rc.content_key(str(root), ["src", {}]) is None
 
 
+def settled():
+    """A clock ten seconds ahead: every file of the test counts as changed long ago."""
+    return time.time_ns() + 10 * 10 ** 9
+
+
+def unread(monkeypatch):
+    def refuse(path, name=None):
+        raise AssertionError(f"read {path}")
+
+    monkeypatch.setattr(rc, "_plain_bytes", refuse)
+
+
+def test_the_bytes_of_a_src_are_read_again_only_when_the_stat_of_a_file_changed(tmp_path, monkeypatch):
+    root = src_dir(tmp_path, {"a.yaml": CM % "a", "sub/b.yaml": CM % "b"})
+    memo = tmp_path / "kept"
+    memo.mkdir()
+    head = rc.files_head(str(root), str(memo), clock=settled)
+    assert head == rc.files_head(str(root))  # the same digest as without a memo
+    assert os.stat(memo / rc.STAT_MEMO).st_mode & 0o777 == 0o600
+    with monkeypatch.context() as m:
+        unread(m)
+        assert rc.files_head(str(root), str(memo), clock=settled) == head  # from the stat: nothing read
+        assert rc.content_key(str(root), ["src", {}], memo_dir=str(memo)).split("-")[0] == head
+    # the same size and modification time (as a tool that restores them leaves it): the change time tells
+    before = os.stat(root / "a.yaml")
+    (root / "a.yaml").write_text(CM % "A")
+    os.utime(root / "a.yaml", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(root / "a.yaml").st_size == before.st_size
+    changed = rc.files_head(str(root), str(memo), clock=settled)
+    assert changed != head and changed == rc.files_head(str(root))
+    (root / "sub" / "c.yaml").write_text(CM % "c")  # a new file
+    added = rc.files_head(str(root), str(memo), clock=settled)
+    assert added not in (head, changed) and added == rc.files_head(str(root))
+    (root / "sub" / "c.yaml").rename(root / "c.yaml")  # moved: the same inode, another name
+    assert rc.files_head(str(root), str(memo), clock=settled) == rc.files_head(str(root)) != added
+
+
+def test_the_stat_of_files_just_written_is_not_remembered(tmp_path):
+    root = src_dir(tmp_path, {"a.yaml": CM % "a"})
+    memo = tmp_path / "kept"
+    memo.mkdir()
+    assert rc.files_head(str(root), str(memo)) == rc.files_head(str(root))  # the clock of now: a second ago
+    assert not (memo / rc.STAT_MEMO).exists()
+
+
+def test_a_memo_of_another_tree_or_unreadable_is_not_used(tmp_path, monkeypatch):
+    one, other = src_dir(tmp_path / "1", {"a.yaml": CM % "a"}), src_dir(tmp_path / "2", {"a.yaml": CM % "b"})
+    memo = tmp_path / "kept"
+    memo.mkdir()
+    rc.files_head(str(one), str(memo), clock=settled)
+    assert rc.files_head(str(other), str(memo), clock=settled) == rc.files_head(str(other))
+    (memo / rc.STAT_MEMO).write_text("{not json")
+    assert rc.files_head(str(one), str(memo), clock=settled) == rc.files_head(str(one))
+
+
+@pytest.mark.parametrize("files", [
+    {"a.yaml": CM % "a", "b.yaml.j2": CM % "{{ inventory_hostname }}"},
+    {"kustomization.yaml": "resources: [a.yaml]\n", "a.yaml": CM % "a"},
+    {"a.yaml": "$ANSIBLE_VAULT;1.1;AES256\n6162\n", "b.yaml": CM % "b"},
+])
+def test_a_src_without_a_key_has_none_with_a_memo_and_leaves_none(tmp_path, files):
+    root = src_dir(tmp_path, files)
+    memo = tmp_path / "kept"
+    memo.mkdir()
+    for _ in range(2):
+        assert rc.content_key(str(root), ["src", {}], memo_dir=str(memo)) is None
+    assert not (memo / rc.STAT_MEMO).exists()
+
+
+def test_the_stat_memo_survives_a_render_kept_beside_it(tmp_path):
+    memo = tmp_path / "kept"
+    memo.mkdir()
+    root = src_dir(tmp_path, {"a.yaml": CM % "a"})
+    head = rc.files_head(str(root), str(memo), clock=settled)
+    rc.rendered_once(str(memo), head + "-x", lambda: True, lambda: [{"a": 1}])
+    assert (memo / rc.STAT_MEMO).exists()
+
+
+def test_the_checksums_of_a_render_are_kept_beside_it_for_its_key_and_code(tmp_path, monkeypatch):
+    directory = tmp_path / "kept"
+    directory.mkdir()
+    assert rc.kept_checksums(str(directory), "k1-x") == {}
+    sums = {"0": ["", "ConfigMap", "ns", "a", 120, "sha256:00"]}
+    rc.keep_checksums(str(directory), "k1-x", sums)
+    assert rc.kept_checksums(str(directory), "k1-x") == sums and rc.kept_checksums(str(directory), "k2-x") == {}
+    (kept,) = directory.glob(rc.CHECKSUMS + "*")
+    assert os.stat(kept).st_mode & 0o777 == 0o600
+    rc.keep_checksums(str(directory), "k1-y", sums)  # another render of the tree (another path, options): both kept
+    assert rc.kept_checksums(str(directory), "k1-x") == rc.kept_checksums(str(directory), "k1-y") == sums
+    rc.keep_checksums(str(directory), "k2-x", sums)  # another tree's: those of the first dropped
+    assert [p.name for p in directory.glob(rc.CHECKSUMS + "*")] == [rc.CHECKSUMS + "k2-x.json"]
+    monkeypatch.setattr(rc, "_CHECKSUM_CODE", ["other code"])  # the engine's checksum code changed: not read
+    assert rc.kept_checksums(str(directory), "k2-x") == {}
+    kept.write_text("{not json")
+    assert rc.kept_checksums(str(directory), "k1-x") == {}
+
+
 def test_a_render_whose_files_changed_while_read_is_not_kept(tmp_path):
     directory = tmp_path / "kept"
     directory.mkdir()

@@ -416,6 +416,41 @@ def counts_of(result, what):
     return [e["counts"][what] for e in result["ansible_facts"]["stacksync_results"]]
 
 
+def test_the_checksums_of_a_kept_render_are_made_once_and_drift_is_still_found(kubesim, tmp_path, monkeypatch):
+    ns, stack = unique("sums"), unique("s")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ns.yaml").write_text(yaml.safe_dump(namespace(ns)))
+    (src / "a.yaml").write_text(yaml.safe_dump(configmap("a", ns)))
+    made = []
+    real = prepare.checksum_payload
+    monkeypatch.setattr(prepare, "checksum_payload", lambda m, oid: made.append(oid.name) or real(m, oid))
+    loader, task_vars = host_vars(tmp_path)
+    cache = tmp_path / "cache"
+
+    def run():
+        del made[:]
+        args = dict(name=stack, kubeconfig=kubesim.kubeconfig, src=str(src), discovery_cache_dir=str(cache))
+        result = action(loader, "stacksync.k8s.stack", args, task_vars)[0].run(task_vars=task_vars)
+        assert not result.get("failed"), result
+        return result["changed"], sorted(made)
+
+    assert run() == (True, sorted([ns, "a"]))  # rendered: no checksums kept (only a render read from where it is kept has)
+    assert run() == (False, sorted([ns, "a"]))  # read from the render kept: made, and kept beside it
+    assert len(list(cache.glob("renders/*/stacksync-checksums-*.json"))) == 1
+    assert run() == (False, [])  # taken: nothing encoded or hashed again
+    client = client_of(kubesim)
+    path = f"/api/v1/namespaces/{ns}/configmaps/a"
+    client.request("PATCH", path, body={"data": {"k": "edited"}}, content_type="application/merge-patch+json")
+    assert run() == (True, [])  # someone changed a field of git's: found (its owner changed) and reverted
+    assert client.get(path)["data"] == {"k": "a"}
+    (src / "a.yaml").write_text(yaml.safe_dump(configmap("a", ns, k="changed")))
+    assert run() == (True, sorted([ns, "a"]))  # another render: its own checksums
+    assert client.get(path)["data"] == {"k": "changed"}
+    assert run() == (False, sorted([ns, "a"])) and run() == (False, [])
+    assert len(list(cache.glob("renders/*/stacksync-checksums-*.json"))) == 1  # those of the render replaced
+
+
 def test_a_sources_run_parses_what_each_source_declares_once(kubesim, tmp_path, monkeypatch):
     from ansible_collections.stacksync.k8s.plugins.module_utils.engine import run_sources
 
@@ -437,6 +472,22 @@ def test_the_stacks_of_a_sources_run_list_each_kind_once(kubesim, tmp_path):
     assert counts_of(again.run(task_vars=task_vars), "unchanged") == [1, 1, 1, 1]
     # 4 stacks, each run twice (apply, prune): the Namespaces and the ConfigMaps listed once each for all of them
     assert (again._shared.listed, again._shared.dropped) == (2, 0)
+
+
+def test_the_checksums_of_a_sources_kept_render_are_made_once(kubesim, tmp_path, monkeypatch):
+    args = four_sources(tmp_path, kubesim.kubeconfig, "sums")
+    made = []
+    real = prepare.checksum_payload
+    monkeypatch.setattr(prepare, "checksum_payload", lambda m, oid: made.append(oid.name) or real(m, oid))
+    loader, task_vars = host_vars(tmp_path)
+    rounds = []
+    for _ in range(3):
+        del made[:]
+        result = sources_action(loader, args, task_vars).run(task_vars=task_vars)
+        rounds.append((counts_of(result, "unchanged"), len(made)))
+    # rendered (nothing kept), then read from the render kept (made and kept), then taken: 4 sources of one checkout,
+    # each object's made once a run (its stack's apply and prune runs share its manifests)
+    assert rounds == [([0, 0, 0, 0], 4), ([1, 1, 1, 1], 4), ([1, 1, 1, 1], 0)]
 
 
 def test_the_render_of_a_src_is_kept_while_its_files_stay_the_same(kubesim, tmp_path, monkeypatch):

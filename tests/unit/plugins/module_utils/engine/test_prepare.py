@@ -210,3 +210,71 @@ def test_stamping_keys_secret_checksums_and_names_the_record_namespace():
     assert p.prepare(None, FakeDiscovery(), opts, lambda m: None) == []
     with pytest.raises(p.PrepareError, match="resources must be a list of manifests"):
         p.prepare({"kind": "ConfigMap"}, FakeDiscovery(), opts, lambda m: None)
+
+
+# -- the checksums of a kept render: made once, taken while the identity is the same -------------------------------
+
+def counted_payloads(monkeypatch):
+    made = []
+    real = p.checksum_payload
+    monkeypatch.setattr(p, "checksum_payload", lambda m, oid: made.append(oid.name) or real(m, oid))
+    return made
+
+
+def stamped(desired):
+    p.stamp_all(desired, "s", b"k" * 32)
+    return [(d.oid, d.checksum, d.manifest) for d in desired]
+
+
+def kept_render():
+    return [doc(name="a", data={"x": "1"}), None, doc("Namespace", "team", namespace="ignored"),
+            doc("Secret", "pw", stringData={"p": "x"}), doc(name="b", source="b.yaml#0", data={"y": "2"})]
+
+
+def test_a_renders_checksums_are_made_once_and_taken_while_the_identity_is_the_same(monkeypatch):
+    made = counted_payloads(monkeypatch)
+    opts = StackOptions("s", namespace="ns")
+    first = p.Rendered(kept_render())
+    expected = stamped(p.prepare(first, FakeDiscovery(), opts, lambda m: None))
+    assert made == ["a", "team", "pw", "b"] and first.added
+    # index -> identity, payload length, plain checksum; never a Secret's (keyed)
+    assert sorted(first.checksums) == ["0", "2", "4"]
+    assert first.checksums["0"][:4] == ["", "ConfigMap", "ns", "a"] and first.checksums["0"][5].startswith("sha256:")
+    del made[:]
+    again = p.Rendered(kept_render(), checksums=first.checksums)
+    assert stamped(p.prepare(again, FakeDiscovery(), opts, lambda m: None)) == expected
+    assert made == ["pw"] and not again.added  # the Secret only: its checksum is keyed
+    # another default namespace: other identities, made again (and remembered instead)
+    del made[:]
+    other = p.Rendered(kept_render(), checksums=dict(first.checksums))
+    moved = stamped(p.prepare(other, FakeDiscovery(), StackOptions("s", namespace="ns2"), lambda m: None))
+    assert made == ["a", "pw", "b"] and other.added and other.checksums["0"][2] == "ns2"
+    plain = stamped(p.prepare(kept_render(), FakeDiscovery(), StackOptions("s", namespace="ns2"), lambda m: None))
+    assert moved == plain
+
+
+def test_a_remembered_checksum_still_has_the_size_checked_and_a_malformed_entry_is_not_taken(monkeypatch):
+    opts = StackOptions("s", namespace="ns")
+    first = p.Rendered([doc(name="a", data={"x": "1"})])
+    p.prepare(first, FakeDiscovery(), opts, lambda m: None)
+    entry = first.checksums["0"]
+    big = p.Rendered([doc(name="a", data={"x": "é" * MIB})], checksums={"0": entry})
+    with pytest.raises(p.PrepareError, match="too large"):  # the data's size is the manifest's, not the memo's
+        p.prepare(big, FakeDiscovery(), opts, lambda m: None)
+    made = counted_payloads(monkeypatch)
+    for bad in (entry[:5], [*entry[:4], "12", entry[5]], "text", [*entry[:3], None, 1, entry[5]]):
+        odd = p.Rendered([doc(name="a", data={"x": "1"})], checksums={"0": bad})
+        (d,) = p.prepare(odd, FakeDiscovery(), opts, lambda m: None)
+        assert d.checksum == entry[5]
+    assert made == ["a"] * 4
+
+
+def test_keep_hands_the_checksums_to_the_action_once_and_only_when_added():
+    kept = []
+    rendered = p.Rendered([doc(name="a")], keep=kept.append)
+    rendered.keep()
+    assert kept == []
+    p.prepare(rendered, FakeDiscovery(), StackOptions("s", namespace="ns"), lambda m: None)
+    rendered.keep()
+    rendered.keep()
+    assert len(kept) == 1 and list(kept[0]) == ["0"]
