@@ -20,7 +20,9 @@ options:
       - The action of C(stacksync.k8s.stack) also keeps here (in C(renders/), private to the controller user) the
         render of a C(src) whose files cannot depend on the host (no C(*.j2) template, kustomization or Ansible vault
         content under it, no link out of it), and reads it again while the names and bytes of its files are the same
-        (they are read and hashed every run).
+        (read and hashed again when the stat of one of them changed - device, inode, size, modification or change
+        time, as git's index keeps them - or one was added, removed or renamed). The checksums of the manifests of a
+        render read from there are kept beside it (a Secret's, keyed by the stack, never).
       - Also kept here (in C(insync/), private to the controller user) are the objects each stack's last run found in
         sync or left in sync (the server's answer to its apply), by C(uid), C(resourceVersion) and checksum. An object
         that no one changed since (the API server gives any change, of its fields or of their owners, a new
