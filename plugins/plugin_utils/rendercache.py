@@ -165,10 +165,7 @@ def _remembered_head(memo_dir, stat):
 
 def _remember_head(memo_dir, stat, head):
     with contextlib.suppress(IOError, OSError):
-        fd, tmp = tempfile.mkstemp(dir=memo_dir, prefix="." + PREFIX)
-        with os.fdopen(fd, "w") as f:
-            json.dump({"stat": stat, "head": head}, f)
-        os.rename(tmp, os.path.join(memo_dir, STAT_MEMO))
+        _write_json(memo_dir, "." + PREFIX, os.path.join(memo_dir, STAT_MEMO), {"stat": stat, "head": head})
 
 
 def files_head(src, memo_dir=None, clock=time.time_ns):
@@ -273,11 +270,8 @@ def _write(directory, key, manifests):
         if not os.path.basename(old).startswith(PREFIX + tree + "-"):
             with contextlib.suppress(OSError):
                 os.remove(old)
-    text = json.dumps({"shared": manifests is not None, "manifests": manifests}, separators=(",", ":"))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + PREFIX)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.rename(tmp, os.path.join(directory, PREFIX + key + ".json"))
+    _write_json(directory, "." + PREFIX, os.path.join(directory, PREFIX + key + ".json"),
+                {"shared": manifests is not None, "manifests": manifests})
 
 
 CHECKSUMS = "stacksync-checksums-"
@@ -295,7 +289,7 @@ def kept_checksums(directory, key):
             data = json.load(f)
     except (IOError, OSError, ValueError):
         return {}
-    if not isinstance(data, dict) or data.get("code") != checksum_code():
+    if not isinstance(data, dict) or checksum_code() is None or data.get("code") != checksum_code():
         return {}
     return data.get("objects") if isinstance(data.get("objects"), dict) else {}
 
@@ -304,29 +298,49 @@ def keep_checksums(directory, key, checksums):
     """Keep ``checksums`` of the render ``key`` in ``directory`` (atomically), and drop those of other trees' renders
     (as :func:`rendered_once` drops the renders)."""
     tree = key.split("-", 1)[0]
+    if checksum_code() is None:
+        return
     with contextlib.suppress(IOError, OSError):
         for old in glob.glob(os.path.join(directory, CHECKSUMS + "*.json")):
             if not os.path.basename(old).startswith(CHECKSUMS + tree + "-"):
                 os.remove(old)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + CHECKSUMS)
+        _write_json(directory, "." + CHECKSUMS, _checksums_path(directory, key),
+                    {"code": checksum_code(), "objects": checksums})
+
+
+def _write_json(directory, prefix, path, value):
+    """Write ``value`` as JSON at ``path`` atomically (a temporary file of this user's in ``directory``, renamed);
+    raises as json and the file system do, leaving no temporary file behind."""
+    text = json.dumps(value, separators=(",", ":"))  # json's C encoder (json.dump encodes in Python)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix)
+    try:
         with os.fdopen(fd, "w") as f:
-            f.write(json.dumps({"code": checksum_code(), "objects": checksums}, separators=(",", ":")))
-        os.rename(tmp, _checksums_path(directory, key))
+            f.write(text)
+        os.rename(tmp, path)
+    except (IOError, OSError):
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
-#: the files whose code makes a checksum (and the identity it covers) from a manifest
+#: the files whose code makes a checksum from a manifest (the canonical form, the stamped keys it leaves out)
 _CHECKSUM_CODE = []
+_CHECKSUM_FILES = (("engine", "objects.py"), ("engine", "prepare.py"), ("base", "constants.py"))
 
 
 def checksum_code():
-    """A digest of the engine's code that makes an object's checksum: checksums kept by other code are not read."""
+    """A digest of the engine's code that makes an object's checksum (checksums kept by other code are not read), or
+    None when it cannot be read (nothing kept)."""
     if not _CHECKSUM_CODE:
-        engine = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils", "engine")
+        module_utils = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
         digest = hashlib.sha256()
-        for name in ("objects.py", "prepare.py"):
-            with contextlib.suppress(IOError, OSError), open(os.path.join(engine, name), "rb") as f:
-                digest.update(f.read())
-        _CHECKSUM_CODE.append(digest.hexdigest()[:16])
+        try:
+            for package, name in _CHECKSUM_FILES:
+                with open(os.path.join(module_utils, package, name), "rb") as f:
+                    digest.update(f.read())
+        except (IOError, OSError):
+            digest = None
+        _CHECKSUM_CODE.append(digest.hexdigest()[:16] if digest else None)
     return _CHECKSUM_CODE[0]
 
 

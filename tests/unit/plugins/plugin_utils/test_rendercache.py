@@ -311,6 +311,9 @@ def test_the_checksums_of_a_render_are_kept_beside_it_for_its_key_and_code(tmp_p
     assert [p.name for p in directory.glob(rc.CHECKSUMS + "*")] == [rc.CHECKSUMS + "k2-x.json"]
     monkeypatch.setattr(rc, "_CHECKSUM_CODE", ["other code"])  # the engine's checksum code changed: not read
     assert rc.kept_checksums(str(directory), "k2-x") == {}
+    monkeypatch.setattr(rc, "_CHECKSUM_CODE", [None])  # the code cannot be read: nothing read, nothing kept
+    rc.keep_checksums(str(directory), "k3-x", sums)
+    assert rc.kept_checksums(str(directory), "k2-x") == {} and not (directory / (rc.CHECKSUMS + "k3-x.json")).exists()
     kept.write_text("{not json")
     assert rc.kept_checksums(str(directory), "k1-x") == {}
 
