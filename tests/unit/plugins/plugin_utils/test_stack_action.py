@@ -416,15 +416,27 @@ def counts_of(result, what):
     return [e["counts"][what] for e in result["ansible_facts"]["stacksync_results"]]
 
 
-def test_the_checksums_of_a_kept_render_are_made_once_and_drift_is_still_found(kubesim, tmp_path, monkeypatch):
-    ns, stack = unique("sums"), unique("s")
+def src_of(tmp_path, ns):
+    """A ``src`` directory: the Namespace ``ns`` and a ConfigMap ``a`` in it."""
     src = tmp_path / "src"
     src.mkdir()
     (src / "ns.yaml").write_text(yaml.safe_dump(namespace(ns)))
     (src / "a.yaml").write_text(yaml.safe_dump(configmap("a", ns)))
+    return src
+
+
+def payloads_made(monkeypatch):
+    """The names of the objects whose checksum payload prepare encodes, as it does."""
     made = []
     real = prepare.checksum_payload
     monkeypatch.setattr(prepare, "checksum_payload", lambda m, oid: made.append(oid.name) or real(m, oid))
+    return made
+
+
+def test_the_checksums_of_a_kept_render_are_made_once_and_drift_is_still_found(kubesim, tmp_path, monkeypatch):
+    ns, stack = unique("sums"), unique("s")
+    src = src_of(tmp_path, ns)
+    made = payloads_made(monkeypatch)
     loader, task_vars = host_vars(tmp_path)
     cache = tmp_path / "cache"
 
@@ -476,9 +488,7 @@ def test_the_stacks_of_a_sources_run_list_each_kind_once(kubesim, tmp_path):
 
 def test_the_checksums_of_a_sources_kept_render_are_made_once(kubesim, tmp_path, monkeypatch):
     args = four_sources(tmp_path, kubesim.kubeconfig, "sums")
-    made = []
-    real = prepare.checksum_payload
-    monkeypatch.setattr(prepare, "checksum_payload", lambda m, oid: made.append(oid.name) or real(m, oid))
+    made = payloads_made(monkeypatch)
     loader, task_vars = host_vars(tmp_path)
     rounds = []
     for _ in range(3):
@@ -492,10 +502,7 @@ def test_the_checksums_of_a_sources_kept_render_are_made_once(kubesim, tmp_path,
 
 def test_the_render_of_a_src_is_kept_while_its_files_stay_the_same(kubesim, tmp_path, monkeypatch):
     ns, stack = unique("kept"), unique("s")
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "ns.yaml").write_text(yaml.safe_dump(namespace(ns)))
-    (src / "a.yaml").write_text(yaml.safe_dump(configmap("a", ns)))
+    src = src_of(tmp_path, ns)
     rendered, checked = [], []
     real = stack_action.render_terms
     monkeypatch.setattr(stack_action, "render_terms", lambda *a, **kw: rendered.append(a[0]) or real(*a, **kw))
