@@ -264,13 +264,21 @@ class FreshCluster(RealCluster):
             counts["server_cpu_seconds"] = round(process_cpu_seconds(self._pids()) - self._cpu_before, 2)
         return counts
 
+    #: ``up`` picks each free port on its own, so one can be taken before its server binds it (kube-apiserver:
+    #: "bind: address already in use", and ``up`` gives up after a minute): a start that failed is tried again, on
+    #: the ports a new ``up`` picks, after ``down --wipe``
+    ATTEMPTS = 3
+
     def __enter__(self):
-        with open(self.log, "w") as out:
-            proc = subprocess.run([str(self.up), str(self.dir)], stdout=out, stderr=subprocess.STDOUT, timeout=600)
-        if proc.returncode != 0:
-            self.__exit__()
-            raise RuntimeError(f"{self.up} {self.dir} failed; see {self.log}")
-        return self
+        for attempt in range(1, self.ATTEMPTS + 1):
+            with open(self.log, "w" if attempt == 1 else "a") as out:
+                out.write(f"== {self.up} {self.dir} (attempt {attempt} of {self.ATTEMPTS})\n")
+                out.flush()
+                proc = subprocess.run([str(self.up), str(self.dir)], stdout=out, stderr=subprocess.STDOUT, timeout=600)
+            if proc.returncode == 0:
+                return self
+            subprocess.run([str(self.up.parent / "down"), str(self.dir), "--wipe"], capture_output=True, timeout=120)
+        raise RuntimeError(f"{self.up} {self.dir} failed {self.ATTEMPTS} times; see {self.log}")
 
     def __exit__(self, *exc):
         subprocess.run([str(self.up.parent / "down"), str(self.dir)], capture_output=True, timeout=120)
