@@ -144,8 +144,9 @@ def _stat_digest(src):
             if lowered.endswith(TEMPLATE_SUFFIX) or lowered in KUSTOMIZATIONS:
                 return None, None
             st = os.stat(path)
-            digest.update(b"%s\0%d\0%d\0%d\0%d\0%d\0" % (rel.encode("utf-8", "surrogateescape"), st.st_dev,
-                                                          st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            fields = (rel.encode("utf-8", "surrogateescape"), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                      st.st_ctime_ns)
+            digest.update(b"%s\0%d\0%d\0%d\0%d\0%d\0" % fields)
             newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
     except (_Dependent, OSError):
         return None, None

@@ -120,7 +120,6 @@ class Rendered(list):
         self.added = False
 
 
-
 def _validated(resources):
     """``[(index, source, manifest)]`` of the valid manifests; raises PrepareError listing the invalid ones.
     :class:`Rendered` manifests were checked by the render."""
