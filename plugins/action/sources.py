@@ -146,19 +146,17 @@ class ActionModule(ActionBase):
         def render():
             return render_terms([src], task_vars, self._loader, self._templar, root=root, **options)
 
-        key = rc.cache_key(co["tree"], src, root, options)
+        git_dir, key = os.path.join(root, ".git"), rc.cache_key(co["tree"], src, root, options)
         try:  # once for every host and run while its files stay the same, if it can (rendercache.py)
-            resources, kept = rc.rendered_once(os.path.join(root, ".git"), key, lambda: rc.host_independent(src, root),
-                                               render)
+            resources, kept = rc.rendered_once(git_dir, key, lambda: rc.host_independent(src, root), render)
         except AnsibleError as e:
             return source, co["commit"], None, str(e)
         display.vv("stacksync [%s] stack %s: %s commit %s, %d objects %s in %.1f s"
                    % (self._host, source["stack"], "fetched" if co["fetched"] else "reused", co["commit"][:12],
                       len(resources), "read from the render kept for its files (host-independent)" if kept
                       else "rendered", time.monotonic() - started))
-        key_dir = os.path.join(root, ".git")
         # checked by the render; one read from where it is kept has the checksums kept beside it
-        return source, co["commit"], kept_rendered(resources, key_dir, key) if kept else Rendered(resources), None
+        return source, co["commit"], kept_rendered(resources, git_dir, key) if kept else Rendered(resources), None
 
     def _checkout(self, source, params):
         """The checkout of ``source``: its version, or the approved plan's commit of its stack (reported if the

@@ -81,11 +81,16 @@ def _walk(src, root):
         yield rel, _plain_bytes(path, name)
 
 
+def _dependent_name(name):
+    """True if a file named ``name`` is a template or a kustomization."""
+    name = name.lower()
+    return name.endswith(TEMPLATE_SUFFIX) or name in KUSTOMIZATIONS
+
+
 def _plain_bytes(path, name=None):
     """The bytes of the file ``path`` (named ``name``); raises :class:`_Dependent` for a template, a kustomization or
     vault content."""
-    name = (name or os.path.basename(path)).lower()
-    if name.endswith(TEMPLATE_SUFFIX) or name in KUSTOMIZATIONS:
+    if _dependent_name(name or os.path.basename(path)):
         raise _Dependent()
     try:
         with open(path, "rb") as f:
@@ -140,8 +145,7 @@ def _stat_digest(src):
     digest, newest = hashlib.sha256(), 0
     try:
         for rel, path, name in _file_list(src):
-            lowered = name.lower()
-            if lowered.endswith(TEMPLATE_SUFFIX) or lowered in KUSTOMIZATIONS:
+            if _dependent_name(name):
                 return None, None
             st = os.stat(path)
             fields = (rel.encode("utf-8", "surrogateescape"), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,

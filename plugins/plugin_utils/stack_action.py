@@ -445,18 +445,14 @@ class StackAction(ActionBase):
         """:class:`.prepare.Rendered`: ``render()``, or the render of ``src`` kept while its files stay the same
         (:func:`.rendercache.content_key`, in the discovery cache directory, with the stat of the files it read; none
         kept without one) with the checksums kept beside it (:func:`.rendercache.kept_checksums`)."""
-        if not params.get("discovery_cache_dir"):
-            return Rendered(render())
         path = self._loader.path_dwim(str(params["src"]))  # as the render finds it
         identity = [str(params["src"]), options]
-        directory = rc.kept_dir(params["discovery_cache_dir"], path)
-        if directory is None:
-            return Rendered(render())
+        directory = rc.kept_dir(params["discovery_cache_dir"], path) if params.get("discovery_cache_dir") else None
 
         def key():  # the files' bytes are read again only when a file's stat changed
             return rc.content_key(path, identity, memo_dir=directory)
 
-        first = key()
+        first = key() if directory else None
         if first is None:
             return Rendered(render())
         resources, kept = rc.rendered_once(directory, first, lambda: True, render, still=lambda: key() == first)
