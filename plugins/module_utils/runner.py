@@ -54,13 +54,14 @@ class RunFailed(Exception):
         self.result = result
 
 
-def _report(changeset, client, warn):
-    """Emit the run's warnings; its return values (none if it failed before any) and API request counts."""
+def _report(changeset, client, warn, unchanged=True):
+    """Emit the run's warnings; its return values (none if it failed before any) and API request counts;
+    ``unchanged``: ``applied`` lists the unchanged objects too (``report_unchanged``)."""
     result = {}
     if changeset is not None:
         for warning in changeset.warnings:
             warn(warning)
-        result = changeset.result()
+        result = changeset.result(unchanged=unchanged)
     result["api_requests"] = dict(client.counts)
     return result
 
@@ -215,7 +216,7 @@ def _converge(params, client, context_namespace, prefetch, check_mode, diff, war
         changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
     except (StackError, OptionError) as e:
         changeset = getattr(e, "changeset", None)
-        result = _report(changeset, client, warn)
+        result = _report(changeset, client, warn, params.get("report_unchanged", True))
         if getattr(e, "phase", None):
             result["failed_phase"] = e.phase
         if changeset is not None and diff and changeset.diff:
@@ -224,7 +225,7 @@ def _converge(params, client, context_namespace, prefetch, check_mode, diff, war
     except Exception as e:  # an unexpected bug: say what failed, never dump objects
         raise RunFailed("stack %r: unexpected error: %s" % (params["name"], e),
                         dict(exception=traceback.format_exc(), api_requests=dict(client.counts))) from None
-    result = _report(changeset, client, warn)
+    result = _report(changeset, client, warn, params.get("report_unchanged", True))
     if diff:
         result["diff"] = readable(changeset.diff)
     plan = plan_of(manager, opts, params, warn)

@@ -16,6 +16,7 @@ PASSTHROUGH = tuple(sorted(set(STACK_SPEC) - {
     "name", "resources", "resources_file", "src", "render", "state", "phase", "prune", "namespace", "commit",
     "source", "other_sources",  # each source's own, set by the sources action
     "emit_plan", "plan_file", "approved_plan",  # the run's plan: one per host, each stack's part given by the action
+    "report_unchanged",  # a source's entry lists the objects written and counts the unchanged ones
 }))
 
 SOURCE_SPEC = dict(

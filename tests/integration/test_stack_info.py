@@ -46,6 +46,7 @@ PLAYBOOK = localhost_play("""
         resources: "{{ resources | default(omit) }}"
         wait: "{{ wait | default(false) }}"
         wait_timeout: "{{ wait_timeout | default(300) }}"
+        report_unchanged: true
       register: sync
       ignore_errors: true
       when: sync_too | default(true)

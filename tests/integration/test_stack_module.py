@@ -63,6 +63,7 @@ def test_module_sync_noop_check_and_no_secret_in_output(tmp_path, kube, client, 
 
     r, log = run(tmp_path, kube, [], variables)
     assert not r["changed"] and r["counts"]["unchanged"] == 2
+    assert r["applied"] == []  # counted, not listed (report_unchanged)
     assert set(r["api_requests"]) == {"GET"}, r["api_requests"]
 
     variables["resources"] = [dict(resources[0], data={"a": "2"})]
@@ -353,7 +354,7 @@ def test_resources_file_given_by_the_user_and_its_errors(tmp_path, kube, client,
     path = tmp_path / "manifests.json"
     path.write_text(json.dumps([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "from-file"}}]))
     args = dict(name="rf-" + uuid.uuid4().hex[:6], kubeconfig=kube.kubeconfig, namespace=ns, record_namespace=ns,
-                resources_file=str(path))
+                resources_file=str(path), report_unchanged=True)  # the second run lists it too, unchanged
     for in_process in (True, False):
         r, _log = run(tmp_path, kube, [], dict(args=args, stacksync_in_process=in_process), playbook=VALIDATION_PLAYBOOK)
         assert not r.get("failed") and [a["name"] for a in r["applied"]] == ["from-file"], r

@@ -121,6 +121,7 @@ OPTIONS = (
     _o("approved_plan", "raw", role=True, doc="the approved plan the run is held to (a mapping or a file)"),
     _o("source", doc="the source the stack comes from (its record remembers it)"),
     _o("other_sources", "list", elements="dict", doc="what the run's other sources declare (set by sources)"),
+    _o("report_unchanged", "bool", False, engine=NOT_ENGINE, doc="applied lists the unchanged objects too"),
     _o("discovery_cache_dir", "path", "~/.kube/cache/stacksync", info=True, engine_default=None, role=True,
        doc="directory of the discovery cache shared between runs (empty: none)"),
     _o("prune_grace", info=True, role=True, doc="how long a removed object stays marked before it is deleted"),

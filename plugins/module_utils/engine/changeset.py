@@ -15,6 +15,8 @@ __metaclass__ = type
 
 from collections import namedtuple
 
+from ansible_collections.stacksync.k8s.plugins.module_utils.health.status import HEALTHY
+
 CREATED = "created"
 CONFIGURED = "configured"
 UNCHANGED = "unchanged"
@@ -130,9 +132,16 @@ class ChangeSet:
     def changed(self):
         return any(e.action in (CREATED, CONFIGURED, PRUNED, RELEASED, MARKED, UNMARKED) for e in self.entries)
 
-    def result(self):
-        """The module's return values. Skipped objects go under ``skipped_objects``: Ansible reads a
+    def reported_applied(self):
+        """``applied`` without the unchanged objects, but those a wait found not healthy: they are counted."""
+        return [e.ref() for e in self.entries if e.action in (CREATED, CONFIGURED)
+                or (e.action == UNCHANGED and e.extra and e.extra.get("health") not in (None, HEALTHY))]
+
+    def result(self, unchanged=True):
+        """The module's return values; ``unchanged``: ``applied`` lists the unchanged objects too (else
+        :meth:`reported_applied`). Skipped objects go under ``skipped_objects``: Ansible reads a
         true ``skipped`` key as "this task was skipped". Warnings are emitted with ``module.warn()``."""
-        return dict(changed=self.changed, applied=self.applied, pruned=self.pruned, skipped_objects=self.skipped,
+        applied = self.applied if unchanged else self.reported_applied()
+        return dict(changed=self.changed, applied=applied, pruned=self.pruned, skipped_objects=self.skipped,
                     terminating=self.terminating, released=self.released, marked=self.marked,
                     unmarked=self._refs(UNMARKED), checksum=self.checksum, counts=self.counts)

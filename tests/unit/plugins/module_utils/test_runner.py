@@ -87,8 +87,13 @@ def test_a_failed_object_fails_the_run_with_the_changeset_and_its_diff(params):
         run_stack(params(name=stack, resources=[namespace(ns), dict(frozen, data={"k": "x"}), configmap("b", ns)]),
                   diff=True)
     assert "cannot change immutable field" in e.value.msg
-    assert [(o["name"], o["action"]) for o in e.value.result["applied"]] == [(ns, "unchanged"), ("b", "created")]
+    assert [(o["name"], o["action"]) for o in e.value.result["applied"]] == [("b", "created")]
+    assert e.value.result["counts"]["unchanged"] == 1  # the namespace: counted, listed with report_unchanged
     assert [d["before_header"] for d in e.value.result["diff"]] == [f"ConfigMap {ns}/b"]
+    with pytest.raises(RunFailed) as again:
+        run_stack(params(name=stack, resources=[namespace(ns), dict(frozen, data={"k": "x"}), configmap("b", ns)],
+                         report_unchanged=True))
+    assert [(o["name"], o["action"]) for o in again.value.result["applied"]] == [(ns, "unchanged"), ("b", "unchanged")]
 
 
 def test_state_absent_deletes_the_stack(params, client):

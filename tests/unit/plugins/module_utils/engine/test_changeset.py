@@ -49,6 +49,24 @@ def test_the_result_groups_entries_and_counts_them():
                                 "terminating": 0, "released": 0, "marked": 0, "unmarked": 0}
 
 
+def test_without_unchanged_applied_lists_what_was_written_and_the_unchanged_a_wait_found_not_healthy():
+    cs = C.ChangeSet()
+    cs.add(CM, "v1", C.UNCHANGED, C.PHASE_APPLY)
+    cs.add(ObjectId("", "ConfigMap", "apps", "ready"), "v1", C.UNCHANGED, C.PHASE_APPLY, health="Healthy")
+    cs.add(ObjectId("apps", "Deployment", "apps", "web"), "apps/v1", C.UNCHANGED, C.PHASE_APPLY, health="Degraded",
+           health_reason="Failed: boom")
+    cs.add(NS, "v1", C.CREATED, C.PHASE_APPLY)
+    cs.add(ObjectId("", "ConfigMap", "apps", "x"), "v1", C.CONFIGURED, C.PHASE_APPLY)
+    cs.add(ObjectId("", "ConfigMap", "apps", "gone"), "v1", C.PRUNED, C.PHASE_PRUNE)
+    every, written = cs.result(), cs.result(unchanged=False)
+    assert [(o["name"], o["action"]) for o in written["applied"]] == [("web", "unchanged"), ("apps", "created"),
+                                                                      ("x", "configured")]
+    assert written["applied"][0]["health_reason"] == "Failed: boom"
+    assert [o["name"] for o in every["applied"]] == ["c", "ready", "web", "apps", "x"]
+    assert dict(written, applied=None) == dict(every, applied=None)  # the rest, counts included, is the same
+    assert written["counts"]["unchanged"] == 3
+
+
 def test_a_release_changes_the_cluster_and_a_skip_does_not():
     cs = C.ChangeSet()
     cs.add(CM, "v1", C.SKIPPED, C.PHASE_PRUNE, "not-owned", "not ours")
