@@ -23,7 +23,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.base import vocabula
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import approval as A
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.prepare import Rendered
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.shared_lists import SharedLists
-from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, write_plan
+from ansible_collections.stacksync.k8s.plugins.module_utils.runner import RunFailed, connection_key, write_plan
 from ansible_collections.stacksync.k8s.plugins.module_utils.sources_spec import ARGUMENT_SPEC
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import plans
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import rename as rn
@@ -32,7 +32,7 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils import sources as sp
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import summary as report
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.caller import caller_ds
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout, run_token
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import STACK, STACK_INFO, ModuleRuns, kept_rendered, render_terms
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import STACK, STACK_INFO, ModuleRuns, kept_rendered, plain_params, render_terms
 
 display = Display()
 
@@ -40,12 +40,20 @@ display = Display()
 COLLECTION_ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 
-class ActionModule(ActionBase):
+def _reads_key(params):
+    """What the reads ahead of a stack run of validated ``params`` read: its connection, stack, record namespace,
+    discovery cache and concurrency (:func:`.runner.start_prefetch`)."""
+    plain = plain_params(params)
+    return (connection_key(plain), plain["name"], plain["record_namespace"], plain.get("discovery_cache_dir"),
+            plain["concurrency"], plain["state"])
 
+
+class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = False
     _shared = None  # the lists the task's stacks share (set by _run)
+    _ahead = None  # the reads ahead of a single source's stack run, by stack (set by _run: _read_ahead)
 
     def run(self, tmp=None, task_vars=None):
         result = self._run(tmp, task_vars if task_vars is not None else {})
@@ -82,10 +90,14 @@ class ActionModule(ActionBase):
         self._runs = None  # where the stack runs go: decided at the first (plugin_utils/stack_action.py)
         # several stacks list each kind once for all of them (module_utils/engine/shared_lists.py)
         self._shared = SharedLists(s["stack"] for s in sources) if len(sources) > 1 else None
-        prepared = [self._prepare(s, params, task_vars) for s in sources]
+        self._ahead = self._read_ahead(sources, params, task_vars)
+        prepared = []
         try:
+            prepared.extend(self._prepare(s, params, task_vars) for s in sources)
             entries = self._sync(prepared, params, task_vars)
         finally:
+            for _key, reads in self._ahead.values():  # a run that did not take them (its source failed)
+                reads.close()
             for _source, _commit, resources, _error in prepared:
                 if isinstance(resources, Rendered):  # what the stack runs' prepare found, for the next
                     resources.keep()
@@ -204,6 +216,26 @@ class ActionModule(ActionBase):
             except RunFailed as e:
                 result.update(failed=True, msg=e.msg)
 
+    def _read_ahead(self, sources, params, task_vars):
+        """The first reads (discovery, record, lists: :meth:`.stack_action.StackModule.prefetch`) of the stack run of
+        a task's single source, started before the source is checked out and rendered, as the ``stack`` task starts
+        them before its ``src`` is rendered, when the run is in this process: ``{stack: (what they read, reads)}``.
+        Several sources list each kind once for all of them instead (:mod:`.shared_lists`)."""
+        if len(sources) != 1 or sources[0]["state"] != "present":
+            return {}
+        source = sources[0]
+        validated, error = STACK.validate(sp.stack_args(source, "", [], params, "all"))
+        if error:
+            return {}  # the run says why
+        self._runs = ModuleRuns(self, task_vars)
+        try:
+            if self._runs.module_process_reasons():
+                return {}
+        except TypeError:
+            return {}  # the run says why
+        reads = STACK.prefetch(validated.validated_parameters)
+        return {} if reads is None else {source["stack"]: (_reads_key(validated.validated_parameters), reads)}
+
     def _run_stack(self, args, task_vars, module=STACK, announce=None):
         """The result of a ``stacksync.k8s.stack`` (or ``module``, :data:`.stack_action.STACK_INFO`) run of ``args``:
         the engine called in this process, or the module run as a module process (:class:`.stack_action.ModuleRuns`,
@@ -220,10 +252,14 @@ class ActionModule(ActionBase):
             self._runs.module_process_reasons()
         except TypeError as e:
             return dict(failed=True, msg="stacksync_in_process: %s" % e)
+        key, reads = (self._ahead or {}).pop(args["name"], (None, None)) if module is STACK else (None, None)
+        if reads is not None and key != _reads_key(validated.validated_parameters):
+            reads.close()  # read for another run than this one: not taken (a taken one the run closes)
+            reads = None
         # resources rendered by _prepare: plain values, this task's own, not copied again
         return self._runs.run(module, dict(args), validated.validated_parameters, validated,
-                              rendered=isinstance(args.get("resources"), list), announce=announce, vocabulary=names,
-                              shared=self._shared)
+                              rendered=isinstance(args.get("resources"), list), prefetch=reads, announce=announce,
+                              vocabulary=names, shared=self._shared)
 
     # -- stacks named otherwise before 0.2.0: taken over once (plugin_utils/rename.py) -------------
 

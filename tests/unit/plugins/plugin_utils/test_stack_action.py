@@ -395,6 +395,106 @@ def test_the_sources_action_runs_a_module_process_where_the_task_needs_one(kubes
     assert module == "stacksync.k8s.stack" and "resources_file" in names and "resources" not in names, names
 
 
+def one_repo(tmp_path, *manifests):
+    """A git repository (its file:// URL) of ``manifests``, in one file."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "apps.yaml").write_text("---\n".join(yaml.safe_dump(m) for m in manifests))
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "apps"]):
+        subprocess.run([*GIT, *command], cwd=work, check=True, capture_output=True)
+    return f"file://{work}"
+
+
+def reads_ahead(monkeypatch, events):
+    """Log the reads ahead started (``ahead``), taken by a stack run (``taken``) and closed (``closed``), and the
+    checkouts (``checkout``), in ``events``."""
+    start = stack_action.StackModule.prefetch
+
+    def prefetch(self, params):
+        reads = start(self, params)
+        close = reads.close
+        events.append(("ahead", reads))
+
+        def closed():
+            events.append(("closed", reads))
+            close()
+
+        reads.close = closed
+        return reads
+
+    checkout = sources_plugin.checkout
+
+    def logged_checkout(*args, **kwargs):
+        events.append(("checkout", None))
+        return checkout(*args, **kwargs)
+
+    run = stack_action.ModuleRuns.run
+
+    def logged_run(self, module, args, params, validated, prefetch=None, **kwargs):
+        events.append(("taken", prefetch))
+        return run(self, module, args, params, validated, prefetch=prefetch, **kwargs)
+
+    monkeypatch.setattr(stack_action.StackModule, "prefetch", prefetch)
+    monkeypatch.setattr(sources_plugin, "checkout", logged_checkout)
+    monkeypatch.setattr(stack_action.ModuleRuns, "run", logged_run)
+
+
+def test_a_single_sources_stack_run_reads_ahead_while_it_is_checked_out_and_rendered(kubesim, tmp_path, monkeypatch):
+    ns, stack = unique("ahead"), unique("s")
+    loader, task_vars = host_vars(tmp_path)
+    args = dict(sources=[dict(repo=one_repo(tmp_path, namespace(ns), configmap("a", ns)), stack=stack)],
+                kubeconfig=kubesim.kubeconfig, cache_dir=str(tmp_path / "cache"),
+                discovery_cache_dir=str(tmp_path / "discovery"), summary=False)
+    for expected in ("created", "unchanged"):
+        events = []
+        reads_ahead(monkeypatch, events)
+        result = sources_action(loader, args, task_vars).run(task_vars=task_vars)
+        assert counts_of(result, expected) == [2], result
+        (_, reads), _checkout, taken, closed = events  # the run closes what it took
+        assert [e[0] for e in events] == ["ahead", "checkout", "taken", "closed"], events
+        assert taken[1] is reads and closed[1] is reads, events
+        monkeypatch.undo()
+
+
+def test_reads_ahead_for_a_source_that_cannot_be_fetched_are_closed(kubesim, tmp_path, monkeypatch):
+    loader, task_vars = host_vars(tmp_path)
+    args = dict(sources=[dict(repo=f"file://{tmp_path}/missing", stack=unique("s"))], kubeconfig=kubesim.kubeconfig,
+                cache_dir=str(tmp_path / "cache"), summary=False)
+    events = []
+    reads_ahead(monkeypatch, events)
+    result = sources_action(loader, args, task_vars).run(task_vars=task_vars)
+    assert result["failed"] and "cannot fetch" in result["msg"], result
+    assert [e[0] for e in events] == ["ahead", "checkout", "closed"], events
+
+
+@pytest.mark.parametrize("case", ["module process", "two sources", "absent"])
+def test_no_reads_ahead_for_a_module_process_several_sources_or_a_stack_removed(kubesim, tmp_path, monkeypatch, case):
+    loader, task_vars = host_vars(tmp_path)
+    repo = one_repo(tmp_path, configmap("a", "default"))
+    sources = [dict(repo=repo, stack=unique("s"), state="absent" if case == "absent" else "present")]
+    if case == "two sources":
+        sources.append(dict(repo=repo, stack=unique("t")))
+    if case == "module process":
+        task_vars["stacksync_in_process"] = False
+    args = dict(sources=sources, kubeconfig=kubesim.kubeconfig, cache_dir=str(tmp_path / "cache"), summary=False)
+    plugin = sources_action(loader, args, task_vars)
+    monkeypatch.setattr(plugin, "_execute_module", lambda **_kw: {"changed": False, "failed": True, "msg": "no"})
+    events = []
+    reads_ahead(monkeypatch, events)
+    plugin.run(task_vars=task_vars)
+    assert "ahead" not in [e[0] for e in events] and all(e[1] is None for e in events if e[0] == "taken"), events
+
+
+def test_reads_ahead_are_taken_only_by_a_run_that_reads_the_same():
+    params = dict(name="s", record_namespace="kube-system", discovery_cache_dir="/d", concurrency=16, state="present",
+                  kubeconfig="/k", resources=[{"kind": "ConfigMap"}])
+    same = sources_plugin._reads_key(params)
+    assert sources_plugin._reads_key(dict(params, resources=[], commit="c", phase="apply")) == same
+    for changed in (dict(name="t"), dict(record_namespace="r"), dict(discovery_cache_dir=None), dict(concurrency=4),
+                    dict(kubeconfig="/other"), dict(context="c"), dict(state="absent")):
+        assert sources_plugin._reads_key(dict(params, **changed)) != same, changed
+
+
 def four_sources(tmp_path, kubeconfig, prefix):
     """The arguments of a sources task of 4 sources of one repository: a Namespace, and a ConfigMap in each of 3
     directories."""
