@@ -54,7 +54,7 @@ class RunFailed(Exception):
         self.result = result
 
 
-def _report(changeset, client, warn, unchanged=True):
+def _report(changeset, client, warn, unchanged):
     """Emit the run's warnings; its return values (none if it failed before any) and API request counts;
     ``unchanged``: ``applied`` lists the unchanged objects too (``report_unchanged``)."""
     result = {}
@@ -216,7 +216,7 @@ def _converge(params, client, context_namespace, prefetch, check_mode, diff, war
         changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
     except (StackError, OptionError) as e:
         changeset = getattr(e, "changeset", None)
-        result = _report(changeset, client, warn, params.get("report_unchanged", True))
+        result = _report(changeset, client, warn, bool(params.get("report_unchanged")))
         if getattr(e, "phase", None):
             result["failed_phase"] = e.phase
         if changeset is not None and diff and changeset.diff:
@@ -225,7 +225,7 @@ def _converge(params, client, context_namespace, prefetch, check_mode, diff, war
     except Exception as e:  # an unexpected bug: say what failed, never dump objects
         raise RunFailed("stack %r: unexpected error: %s" % (params["name"], e),
                         dict(exception=traceback.format_exc(), api_requests=dict(client.counts))) from None
-    result = _report(changeset, client, warn, params.get("report_unchanged", True))
+    result = _report(changeset, client, warn, bool(params.get("report_unchanged")))
     if diff:
         result["diff"] = readable(changeset.diff)
     plan = plan_of(manager, opts, params, warn)
