@@ -205,6 +205,7 @@ def _converge(params, client, context_namespace, prefetch, check_mode, diff, war
         params["resources"] = read_resources_file(params["resources_file"])
     params["approved_plan"] = read_plan(params.get("approved_plan"))
     params["emit_plan"] = bool(check_mode and (params.get("emit_plan") or params.get("plan_file")))
+    unchanged = bool(params.get("report_unchanged"))  # applied lists the unchanged objects too
     try:
         # whole bodies of created and pruned objects in diffs only with -vv
         opts = options_from_params(params, context_namespace, check_mode=check_mode, diff=diff, diff_full=verbosity >= 2)
@@ -216,7 +217,7 @@ def _converge(params, client, context_namespace, prefetch, check_mode, diff, war
         changeset = manager.delete_all() if params["state"] == "absent" else manager.sync(params["resources"])
     except (StackError, OptionError) as e:
         changeset = getattr(e, "changeset", None)
-        result = _report(changeset, client, warn, bool(params.get("report_unchanged")))
+        result = _report(changeset, client, warn, unchanged)
         if getattr(e, "phase", None):
             result["failed_phase"] = e.phase
         if changeset is not None and diff and changeset.diff:
@@ -225,7 +226,7 @@ def _converge(params, client, context_namespace, prefetch, check_mode, diff, war
     except Exception as e:  # an unexpected bug: say what failed, never dump objects
         raise RunFailed("stack %r: unexpected error: %s" % (params["name"], e),
                         dict(exception=traceback.format_exc(), api_requests=dict(client.counts))) from None
-    result = _report(changeset, client, warn, bool(params.get("report_unchanged")))
+    result = _report(changeset, client, warn, unchanged)
     if diff:
         result["diff"] = readable(changeset.diff)
     plan = plan_of(manager, opts, params, warn)

@@ -37,7 +37,6 @@ SOURCE_DEFAULTS = {"version": "HEAD", "path": ".", "stack": "", "include": [], "
 #: K8S_AUTH_* environment: its stack runs with k8s_auth_env false); only request_timeout is not a credential
 HOST_CREDENTIALS = tuple(sorted(set(AUTH_ARG_SPEC) - {"request_timeout"}))
 RECORD_NAMESPACE = BY_NAME["record_namespace"].default  # the stack module's default
-HEALTHY = (hs.HEALTHY, hs.CURRENT)  # health as stack_info / wait report it
 
 
 class SourceError(ValueError):
@@ -345,7 +344,7 @@ def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False
     counts["pruned"] = int((prune.get("counts") or {}).get("pruned", 0))
     counts["skipped"] = len(skipped)
     applied = _refs(apply.get("applied"))
-    unhealthy = [o for o in applied if o.get("health") and o["health"] not in HEALTHY]
+    unhealthy = [o for o in applied if hs.unhealthy(o.get("health"))]
     # the objects written: the unchanged ones are counted, not listed (at 10,000 objects listing them cost 2 s of CPU
     # in ansible-core, which copies, tags and templates a task's result and the role's fact entry by entry)
     written = [o for o in applied if o.get("action") != UNCHANGED]

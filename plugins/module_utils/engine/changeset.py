@@ -15,7 +15,7 @@ __metaclass__ = type
 
 from collections import namedtuple
 
-from ansible_collections.stacksync.k8s.plugins.module_utils.health.status import HEALTHY
+from ansible_collections.stacksync.k8s.plugins.module_utils.health.status import unhealthy
 
 CREATED = "created"
 CONFIGURED = "configured"
@@ -135,7 +135,7 @@ class ChangeSet:
     def reported_applied(self):
         """``applied`` without the unchanged objects, but those a wait found not healthy: they are counted."""
         return [e.ref() for e in self.entries if e.action in (CREATED, CONFIGURED)
-                or (e.action == UNCHANGED and e.extra and e.extra.get("health") not in (None, HEALTHY))]
+                or (e.action == UNCHANGED and e.extra and unhealthy(e.extra.get("health")))]
 
     def result(self, unchanged=True):
         """The module's return values; ``unchanged``: ``applied`` lists the unchanged objects too (else

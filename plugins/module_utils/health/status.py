@@ -40,6 +40,12 @@ FAILED_WAITING_REASONS = frozenset((
 ))
 
 
+def unhealthy(health):
+    """True if ``health``, as a result entry reports it (``stack_info``, a wait), says the object is not healthy
+    (None or empty: not checked)."""
+    return bool(health) and health not in (HEALTHY, CURRENT)
+
+
 class Health(namedtuple("Health", ["status", "health", "reason", "message"])):
     """kstatus ``status``, Argo CD ``health``, a CamelCase ``reason`` and a human ``message``."""
 

@@ -99,3 +99,12 @@ def test_health_is_added_to_the_applied_objects_waited_for_only():
     assert "health" not in pruned
     assert (configured["health"], configured["health_reason"]) == ("Healthy", "Ready")
     assert cs.count(C.CREATED) == 1 and cs.count(C.FAILED) == 0
+
+
+def test_an_unchanged_object_is_listed_only_when_its_health_says_not_healthy():
+    cs = C.ChangeSet()
+    for name, health in (("none", None), ("empty", ""), ("healthy", "Healthy"), ("current", "Current"),
+                         ("progressing", "Progressing"), ("missing", "Missing")):
+        cs.add(ObjectId("", "ConfigMap", "apps", name), "v1", C.UNCHANGED, C.PHASE_APPLY,
+               **({} if health is None else {"health": health}))
+    assert [o["name"] for o in cs.result(unchanged=False)["applied"]] == ["progressing", "missing"]
