@@ -8,6 +8,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import bytecode
+
+bytecode.install()  # the collection's modules imported next are read from their __pycache__ (plugin_utils/bytecode.py)
+
 from ansible_collections.stacksync.k8s.plugins.module_utils.checkout_spec import ARGUMENT_SPEC
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.checkout import CheckoutError, checkout_source, run_token
 

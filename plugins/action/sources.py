@@ -19,6 +19,10 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import bytecode
+
+bytecode.install()  # the collection's modules imported next are read from their __pycache__ (plugin_utils/bytecode.py)
+
 from ansible_collections.stacksync.k8s.plugins.module_utils.base import vocabulary
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import approval as A
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.prepare import Rendered

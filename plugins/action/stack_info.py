@@ -12,6 +12,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import bytecode
+
+bytecode.install()  # the collection's modules imported next are read from their __pycache__ (plugin_utils/bytecode.py)
+
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import STACK_INFO, StackAction
 
 

@@ -9,6 +9,10 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import bytecode
+
+bytecode.install()  # the collection's modules imported next are read from their __pycache__ (plugin_utils/bytecode.py)
+
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import summary as report
 
 display = Display()

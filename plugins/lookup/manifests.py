@@ -210,6 +210,10 @@ _list:
 """
 
 from ansible.plugins.lookup import LookupBase  # noqa: E402
+from ansible_collections.stacksync.k8s.plugins.plugin_utils import bytecode  # noqa: E402
+
+bytecode.install()  # the render's modules imported next are read from their __pycache__ (plugin_utils/bytecode.py)
+
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.rendering import DEFAULTS, render_terms  # noqa: E402
 
 

@@ -148,7 +148,13 @@ def _versions(bin_dir):
         except (OSError, IndexError, subprocess.SubprocessError):
             return None
     return dict(python=platform.python_version(), ansible_core=out([str(bin_dir / "ansible-playbook"), "--version"]),
-                kubectl=out(["kubectl", "version", "--client"]), cpus=os.cpu_count())
+                kubectl=out(["kubectl", "version", "--client"]), cpus=os.cpu_count(), bytecode=bytecode_kept(os.environ))
+
+
+def bytecode_kept(env):
+    """Whether the tools' Python writes bytecode (the collection's code, plugin_utils/bytecode.py: compiled in every
+    run where it is not written, unless it was compiled ahead)."""
+    return "not written (PYTHONDONTWRITEBYTECODE)" if env.get("PYTHONDONTWRITEBYTECODE") else "written to __pycache__"
 
 
 def results(args, records, bin_dir, total_seconds):

@@ -180,3 +180,8 @@ def test_playprof_merges_profiles_and_names_the_collection_files_short(tmp_path)
     assert playprof._name(("/x/ansible_collections/stacksync/k8s/plugins/module_utils/engine/plan.py", 3, "f")) == \
         "plugins/module_utils/engine/plan.py:3(f)"
     assert "| `" in playprof.markdown(rows[:2])
+
+
+def test_the_report_says_whether_the_collection_bytecode_is_written():
+    assert report.bytecode_kept({}) == "written to __pycache__"
+    assert report.bytecode_kept({"PYTHONDONTWRITEBYTECODE": "1"}) == "not written (PYTHONDONTWRITEBYTECODE)"
