@@ -36,9 +36,10 @@ def summarize_resources(resources):
         if not isinstance(item, dict):
             out.append("(%s)" % type(item).__name__)
             continue
-        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
-        where = "/".join(str(meta[k]) for k in ("namespace", "name") if meta.get(k))
-        out.append(" ".join(str(x) for x in (item.get("apiVersion"), item.get("kind"), where) if x))
+        meta = item.get("metadata")
+        namespace, name = (meta.get("namespace"), meta.get("name")) if isinstance(meta, dict) else (None, None)
+        where = "%s/%s" % (namespace, name) if namespace and name else str(namespace or name or "")
+        out.append(" ".join([str(x) for x in (item.get("apiVersion"), item.get("kind"), where) if x]))
     return out
 
 

@@ -207,8 +207,9 @@ def _problem(m, oid, known, remembered=None):
 def _remembered(checksums, index):
     """The entry of ``checksums`` (:class:`Rendered`) for the manifest at ``index``, if it is one."""
     entry = checksums.get(str(index))
-    if (isinstance(entry, list) and len(entry) == 6 and all(isinstance(x, str) for x in entry[:4])
-            and isinstance(entry[4], int) and isinstance(entry[5], str)):
+    if (isinstance(entry, list) and len(entry) == 6 and isinstance(entry[0], str) and isinstance(entry[1], str)
+            and isinstance(entry[2], str) and isinstance(entry[3], str) and isinstance(entry[4], int)
+            and isinstance(entry[5], str)):
         return entry
     return None
 

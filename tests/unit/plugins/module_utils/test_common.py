@@ -49,9 +49,12 @@ def test_invocation_lists_objects_by_identity_never_their_content():
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}},
         {"kind": "ConfigMap", "metadata": "not a mapping"},
         None,
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "ns"}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": 7, "namespace": ""}},
+        {"metadata": {}},
     ]
     out = summarize_resources(res)
-    assert out == ["v1 Secret app/s", "v1 Namespace app", "ConfigMap", "(NoneType)"]
+    assert out == ["v1 Secret app/s", "v1 Namespace app", "ConfigMap", "(NoneType)", "v1 ConfigMap ns", "v1 ConfigMap 7", ""]
     assert "c2VjcmV0" not in json.dumps(out) and "pw" not in json.dumps(out)
     assert res[0]["data"]["k"] == "c2VjcmV0"  # input untouched
     assert summarize_resources("not a list") == "not a list"

@@ -3,6 +3,7 @@
 import base64
 import json
 
+import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import (
     CHECKSUM_ANNOTATION,
     OWNER_ANNOTATION,
@@ -168,6 +169,25 @@ def test_a_bounded_size_check_says_what_the_full_one_says():
         blob = {"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": "b"}, "spec": {"v": value}}
         bound = o.sent_size_bound(blob, o.checksum_payload(blob, oid))
         assert v.size_problem(blob, oid, bound) == v.size_problem(blob, oid)
+
+
+@pytest.mark.parametrize("kind, field, value, too_large", [
+    ("ConfigMap", "data", "e" * 1000, False),
+    ("ConfigMap", "data", "e" * (1024 * 1024 + 1), True),
+    ("ConfigMap", "data", "\u00e9" * (1024 * 1024 // 2 + 1), True),  # 2 bytes each in UTF-8
+    ("ConfigMap", "data", "\U0001F600" * (1024 * 1024 // 4 + 1), True),  # 4 bytes each
+    ("ConfigMap", "data", "\U0001F600" * (1024 * 1024 // 4 - 1), False),
+    ("ConfigMap", "binaryData", "QUJD" * (1024 * 1024 // 3 + 1), True),  # 3 bytes decoded per 4
+    ("Secret", "data", "QUJD" * (1024 * 1024 // 3 - 1), False),
+    ("Secret", "data", "QUJD" * (1024 * 1024 // 3 + 1), True),
+])
+def test_a_bounded_size_check_finds_the_data_too_large_as_the_full_one(kind, field, value, too_large):
+    oid = ObjectId("", kind, "ns", "c")
+    m = {"apiVersion": "v1", "kind": kind, "metadata": {"name": "c", "namespace": "ns"}, field: {"k": value}}
+    bound = o.sent_size_bound(m, o.checksum_payload(m, oid))
+    problem = v.size_problem(m, oid, bound)
+    assert problem == v.size_problem(m, oid)
+    assert ("data is too large" in (problem or "")) is too_large
 
 
 def test_stamp_changes_the_manifests_own_maps_in_place():
