@@ -71,7 +71,7 @@ def install(meta_path=None):
     """Put a :class:`CachedSourceFinder` before ansible-core's collection finder on ``meta_path`` (``sys.meta_path``)
     once; True if one is there. Not without ansible-core's finder."""
     meta_path = sys.meta_path if meta_path is None else meta_path
-    if any(isinstance(f, CachedSourceFinder) or type(f).__name__ == CachedSourceFinder.__name__ for f in meta_path):
+    if any(type(f).__name__ == CachedSourceFinder.__name__ for f in meta_path):  # this one, or a copy imported again
         return True
     for i, finder in enumerate(meta_path):
         if type(finder).__name__ == ANSIBLE_FINDER:
