@@ -159,4 +159,5 @@ requirements:
   - kubernetes >= 24.2.0
   - PyYAML >= 5.4
   - urllib3
+  - orjson (optional, a faster decoder of the API server's answers)
 """

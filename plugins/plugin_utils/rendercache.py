@@ -53,9 +53,10 @@ class _Dependent(Exception):
     """The render of the files walked may depend on the host, hold decrypted values, or read files elsewhere."""
 
 
-def _files(src, root):
-    """``(path relative to src, path, name)`` of every file the render of ``src`` may read (under ``root``), in a
-    stable order; raises :class:`_Dependent` for a directory out of ``root`` (see the module's docstring)."""
+def _dirs(src, root):
+    """``(directory, its path relative to src with a trailing separator or "", [file names])`` of every directory the
+    render of ``src`` may read (under ``root``), the names of its files sorted, in a stable order; raises
+    :class:`_Dependent` for a directory out of ``root`` (see the module's docstring)."""
     root = os.path.realpath(root)
     seen = set()
     for dirpath, dirs, files in os.walk(src, followlinks=True):
@@ -68,10 +69,15 @@ def _files(src, root):
         seen.add(real)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # hidden entries: the render skips them (.git)
         base = os.path.relpath(dirpath, src)  # once per directory: "." for src itself
-        prefix = "" if base == os.curdir else base + os.sep
-        for name in sorted(files):
-            if not name.startswith("."):
-                yield prefix + name, os.path.join(dirpath, name), name
+        yield dirpath, "" if base == os.curdir else base + os.sep, sorted(n for n in files if not n.startswith("."))
+
+
+def _files(src, root):
+    """``(path relative to src, path, name)`` of every file the render of ``src`` may read (under ``root``), in a
+    stable order; raises :class:`_Dependent` for a directory out of ``root`` (see the module's docstring)."""
+    for dirpath, prefix, names in _dirs(src, root):
+        for name in names:
+            yield prefix + name, os.path.join(dirpath, name), name
 
 
 def _walk(src, root):
@@ -139,19 +145,36 @@ STAT_SETTLED_NS = 2 * 10 ** 9
 STAT_MEMO = "stacksync-files-stat.json"  # not a render: _write keeps it
 
 
+def _dir_list(src):
+    """:func:`_dirs` of ``src``, a directory or a file."""
+    if os.path.isdir(src):
+        return _dirs(src, src)
+    return [(os.path.dirname(src) or os.curdir, "", [os.path.basename(src)])]
+
+
+def _stats(directory, names):
+    """The stats of the files ``names`` of ``directory`` (links followed), read relative to the directory."""
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        return [os.stat(name, dir_fd=fd) for name in names]
+    finally:
+        os.close(fd)
+
+
 def _stat_digest(src):
     """``(digest of the names and stats of every file of src, newest change in ns)``, or ``(None, None)`` (a file
-    cannot be read, a template, a kustomization or a link out: never remembered)."""
+    cannot be read, a template, a kustomization or a link out: never remembered). One digest update per directory."""
     digest, newest = hashlib.sha256(), 0
     try:
-        for rel, path, name in _file_list(src):
-            if _dependent_name(name):
+        for directory, prefix, names in _dir_list(src):
+            if any(_dependent_name(name) for name in names):
                 return None, None
-            st = os.stat(path)
-            fields = (rel.encode("utf-8", "surrogateescape"), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
-                      st.st_ctime_ns)
-            digest.update(b"%s\0%d\0%d\0%d\0%d\0%d\0" % fields)
-            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+            stats = _stats(directory, names)
+            digest.update(b"".join(b"%s\0%d\0%d\0%d\0%d\0%d\0" % (
+                (prefix + name).encode("utf-8", "surrogateescape"), st.st_dev, st.st_ino, st.st_size,
+                st.st_mtime_ns, st.st_ctime_ns) for name, st in zip(names, stats)))
+            for st in stats:
+                newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
     except (_Dependent, OSError):
         return None, None
     return digest.hexdigest(), newest

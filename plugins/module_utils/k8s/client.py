@@ -31,6 +31,7 @@ import random
 import threading
 import time
 
+from ansible_collections.stacksync.k8s.plugins.module_utils.base import jsonload
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import redact_url
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.transport import connection_words, pool_manager, unreachable
 
@@ -249,7 +250,7 @@ class KubeClient:
             decoded = {}
             if resp.data:
                 try:
-                    decoded = json.loads(resp.data)  # bytes: no copy as a str first
+                    decoded = jsonload.loads(resp.data)  # bytes: no copy as a str first
                 except (ValueError, UnicodeDecodeError):
                     raise ApiError(status, "BadResponse", "response is not JSON", None, method, path) from None
             return (status, decoded) if with_status else decoded

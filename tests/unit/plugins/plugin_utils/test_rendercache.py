@@ -255,6 +255,39 @@ def test_the_bytes_of_a_src_are_read_again_only_when_the_stat_of_a_file_changed(
     assert rc.files_head(str(root), str(memo), clock=settled) == rc.files_head(str(root)) != added
 
 
+@pytest.mark.parametrize("relative", [False, True])
+def test_a_src_that_is_one_file_is_remembered_by_its_stat_too(tmp_path, monkeypatch, relative):
+    root = src_dir(tmp_path, {"a.yaml": CM % "a", "b.yaml": CM % "b"})
+    memo = tmp_path / "kept"
+    memo.mkdir()
+    monkeypatch.chdir(root)
+    src = "a.yaml" if relative else str(root / "a.yaml")
+    head = rc.files_head(src, str(memo), clock=settled)
+    assert head == rc.files_head(src) and (memo / rc.STAT_MEMO).exists()
+    with monkeypatch.context() as m:
+        unread(m)
+        assert rc.files_head(src, str(memo), clock=settled) == head
+    (root / "b.yaml").write_text(CM % "B")  # another file of its directory: not the src's
+    with monkeypatch.context() as m:
+        unread(m)
+        assert rc.files_head(src, str(memo), clock=settled) == head
+    (root / "a.yaml").write_text(CM % "A")
+    assert rc.files_head(src, str(memo), clock=settled) == rc.files_head(src) != head
+
+
+def test_a_linked_file_is_remembered_by_the_stat_of_its_target(tmp_path, monkeypatch):
+    root = src_dir(tmp_path, {"a.yaml": CM % "a", "sub/b.yaml": CM % "b"})
+    (root / "link.yaml").symlink_to(root / "sub" / "b.yaml")
+    memo = tmp_path / "kept"
+    memo.mkdir()
+    head = rc.files_head(str(root), str(memo), clock=settled)
+    with monkeypatch.context() as m:
+        unread(m)
+        assert rc.files_head(str(root), str(memo), clock=settled) == head
+    (root / "sub" / "b.yaml").write_text(CM % "B")  # the target changed: so did what the link renders
+    assert rc.files_head(str(root), str(memo), clock=settled) == rc.files_head(str(root)) != head
+
+
 def test_the_stat_of_files_just_written_is_not_remembered(tmp_path):
     root = src_dir(tmp_path, {"a.yaml": CM % "a"})
     memo = tmp_path / "kept"
