@@ -148,7 +148,19 @@ def _versions(bin_dir):
         except (OSError, IndexError, subprocess.SubprocessError):
             return None
     return dict(python=platform.python_version(), ansible_core=out([str(bin_dir / "ansible-playbook"), "--version"]),
-                kubectl=out(["kubectl", "version", "--client"]), cpus=os.cpu_count(), bytecode=bytecode_kept(os.environ))
+                kubectl=out(["kubectl", "version", "--client"]), cpus=os.cpu_count(), bytecode=bytecode_kept(os.environ),
+                json_decoder=json_decoder(bin_dir))
+
+
+def json_decoder(bin_dir):
+    """What decodes the API server's answers in the tools' Python (``bin_dir/python``; module_utils/base/jsonload.py):
+    ``orjson <version>`` when it is installed there, else ``json``."""
+    try:
+        found = subprocess.run([str(bin_dir / "python"), "-c", "import orjson; print(orjson.__version__)"],
+                               capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return "orjson " + found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else "json"
 
 
 def bytecode_kept(env):

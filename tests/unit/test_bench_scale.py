@@ -2,6 +2,8 @@
 
 import cProfile
 import json
+import shutil
+import sys
 
 import pytest
 
@@ -180,6 +182,22 @@ def test_playprof_merges_profiles_and_names_the_collection_files_short(tmp_path)
     assert playprof._name(("/x/ansible_collections/stacksync/k8s/plugins/module_utils/engine/plan.py", 3, "f")) == \
         "plugins/module_utils/engine/plan.py:3(f)"
     assert "| `" in playprof.markdown(rows[:2])
+
+
+def test_the_report_says_what_decodes_the_servers_answers(tmp_path):
+    here = tmp_path / "this"
+    here.mkdir()
+    (here / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # this Python, named as in a venv
+    (here / "python").chmod(0o755)
+    try:
+        import orjson
+    except ImportError:
+        assert report.json_decoder(here) == "json"
+    else:
+        assert report.json_decoder(here) == "orjson " + orjson.__version__
+    (tmp_path / "python").symlink_to(shutil.which("false"))  # a Python without orjson (its import fails)
+    assert report.json_decoder(tmp_path) == "json"
+    assert report.json_decoder(tmp_path / "missing") is None
 
 
 def test_the_report_says_whether_the_collection_bytecode_is_written():
