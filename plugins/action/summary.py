@@ -39,7 +39,7 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars") or {}
         clusters = []
         for host in hosts:
-            entries = (hostvars.get(host) or {}).get(params["results"]) if host in hostvars else None
+            entries = report.host_entries(hostvars, host, params["results"])
             clusters.append((host, list(entries) if isinstance(entries, list) else None, host not in active))
         display.display("\n".join(report.fleet_lines(clusters)))
         data = report.fleet_stats(clusters)

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from collections.abc import Mapping
 
 LIST_LIMIT = 20  # objects listed per stack and kind of outcome in the summary
 ONE_LINE = 200  # characters of an error shown in a line (the task's message has it whole)
@@ -242,6 +243,23 @@ def fleet_lines(clusters):
         return [head]
     body = table([tuple(c.upper() for c in FLEET_COLUMNS)] + [cells for _failed, cells in rows], left=(0, 1, 2, 3))
     return [head] + ["  " + line for line in body]
+
+
+def host_entries(hostvars, host, name):
+    """The variable ``name`` of ``host`` (its ``stacksync_results``) in ``hostvars`` (ansible-core's ``HostVars``, or
+    a mapping of mappings), or None when the host is not there.
+
+    A list is taken as the host's variables hold it (``HostVars.raw_get``): reading ``hostvars[host][name]`` templates
+    the value again, a walk of every entry and of its ``applied`` list (an entry per object written: seconds of
+    ansible-core's CPU at 10,000 objects) that changes nothing in what the role's ``set_fact`` stored (a task's
+    result is never templated again). Any other value is read as templated."""
+    if host not in hostvars:
+        return None
+    raw_get = getattr(hostvars, "raw_get", None)
+    raw = raw_get(host) if raw_get is not None else None
+    if isinstance(raw, Mapping) and isinstance(raw.get(name), list):
+        return raw[name]
+    return (hostvars.get(host) or {}).get(name)
 
 
 def fleet_stats(clusters):

@@ -178,3 +178,39 @@ def test_an_entry_s_message_does_not_name_its_stack_again():
     e = sp.stack_entry(SOURCE, COMMIT, 1, {"failed": True, "msg": "stack 'apps': the Lease is not held", "counts": {}},
                        None)
     assert e["msg"] == "the Lease is not held"
+
+
+class _HostVars:
+    """What the summary reads of ansible-core's HostVars: membership, ``raw_get`` (the host's variables as they are
+    held) and ``get`` (templated: recorded here, to tell which one was read)."""
+
+    def __init__(self, hosts):
+        self.hosts = hosts
+        self.templated = []
+
+    def __contains__(self, host):
+        return host in self.hosts
+
+    def raw_get(self, host):
+        return self.hosts[host]
+
+    def get(self, host):
+        self.templated.append(host)
+        return {k: ("templated", v) for k, v in self.hosts[host].items()}
+
+
+def test_a_hosts_results_list_is_read_as_held_and_anything_else_templated():
+    entries = [dict(stack="apps", applied=[{"kind": "ConfigMap", "name": f"c{i}"} for i in range(3)])]
+    hostvars = _HostVars({"a": {"stacksync_results": entries, "other": "{{ x }}"}, "b": {}})
+    assert report.host_entries(hostvars, "a", "stacksync_results") is entries
+    assert hostvars.templated == []  # the list is not walked by the templating again
+    assert report.host_entries(hostvars, "a", "other") == ("templated", "{{ x }}")
+    assert report.host_entries(hostvars, "b", "stacksync_results") is None and hostvars.templated == ["a", "b"]
+    assert report.host_entries(hostvars, "c", "stacksync_results") is None  # not a host of the play
+
+
+def test_host_entries_of_plain_mappings():
+    hostvars = {"a": {"stacksync_results": [{"stack": "s"}]}, "b": None}
+    assert report.host_entries(hostvars, "a", "stacksync_results") == [{"stack": "s"}]
+    assert report.host_entries(hostvars, "b", "stacksync_results") is None
+    assert report.host_entries(hostvars, "z", "stacksync_results") is None
