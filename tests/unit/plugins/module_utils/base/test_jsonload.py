@@ -2,13 +2,14 @@
 (the same types too), and by ``json`` for whatever orjson refuses, with json's own errors."""
 
 import json
-import math
 import sys
 
 import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils.base import jsonload
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tests.unit.plugins.plugin_utils.test_kubeyaml import typed  # 1, 1.0 and True told apart (json's NaN is one object)
 
 try:
     import orjson
@@ -28,17 +29,6 @@ def decoder(request, monkeypatch):
     else:
         monkeypatch.setattr(jsonload, "orjson", None)
     return jsonload
-
-
-def typed(value):
-    """``value`` with the type of every scalar kept, to compare 1 and 1.0, True and 1 apart."""
-    if isinstance(value, dict):
-        return {k: typed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [typed(v) for v in value]
-    if isinstance(value, float) and math.isnan(value):
-        return ("nan",)
-    return (type(value).__name__, value)
 
 
 LIST = (b'{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"eyJ2Ijo"},'
