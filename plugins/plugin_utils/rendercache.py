@@ -72,12 +72,24 @@ def _dirs(src, root):
         yield dirpath, "" if base == os.curdir else base + os.sep, sorted(n for n in files if not n.startswith("."))
 
 
+def _dir_list(src):
+    """:func:`_dirs` of ``src``, a directory or a file."""
+    if os.path.isdir(src):
+        return _dirs(src, src)
+    return [(os.path.dirname(src) or os.curdir, "", [os.path.basename(src)])]
+
+
+def _flat(listing):
+    """``(path relative to src, path, name)`` of every file of a :func:`_dirs` listing, in its order."""
+    for dirpath, prefix, names in listing:
+        for name in names:
+            yield prefix + name, os.path.join(dirpath, name), name
+
+
 def _files(src, root):
     """``(path relative to src, path, name)`` of every file the render of ``src`` may read (under ``root``), in a
     stable order; raises :class:`_Dependent` for a directory out of ``root`` (see the module's docstring)."""
-    for dirpath, prefix, names in _dirs(src, root):
-        for name in names:
-            yield prefix + name, os.path.join(dirpath, name), name
+    return _flat(_dirs(src, root))
 
 
 def _walk(src, root):
@@ -121,9 +133,7 @@ def host_independent(src, root):
 
 def _file_list(src):
     """:func:`_files` of ``src``, a directory or a file."""
-    if os.path.isdir(src):
-        return _files(src, src)
-    return [(os.path.basename(src), src, os.path.basename(src))]
+    return _flat(_dir_list(src))
 
 
 def _read_head(src):
@@ -143,13 +153,6 @@ def _read_head(src):
 #: granularity): the stat of a tree is remembered only when none of its files changed in the last seconds
 STAT_SETTLED_NS = 2 * 10 ** 9
 STAT_MEMO = "stacksync-files-stat.json"  # not a render: _write keeps it
-
-
-def _dir_list(src):
-    """:func:`_dirs` of ``src``, a directory or a file."""
-    if os.path.isdir(src):
-        return _dirs(src, src)
-    return [(os.path.dirname(src) or os.curdir, "", [os.path.basename(src)])]
 
 
 def _stats(directory, names):
