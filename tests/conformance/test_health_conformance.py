@@ -6,6 +6,7 @@ scheduler and no kubelet; the Deployments here select a node label no node has, 
 run on any cluster.
 """
 
+import datetime
 import time
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.health import rules as hl
@@ -23,6 +24,11 @@ def unschedulable_deployment(name, ns, deadline):
             "spec": {"replicas": 1, "progressDeadlineSeconds": deadline, "selector": {"matchLabels": {"app": name}},
                      "template": {"metadata": {"labels": {"app": name}},
                                   "spec": {"nodeSelector": NO_NODE, "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}}
+
+
+def seconds(timestamp):
+    """A server's RFC 3339 timestamp (``2026-12-07T16:20:01Z``) in seconds since the epoch."""
+    return datetime.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 def condition(obj, ctype):
@@ -47,8 +53,11 @@ def test_progress_deadline_exceeded(api, ns):
 
     obj = poll(stalled, 30)
     assert obj is not None, api.get(f"{path}/stall")[1].get("status")
-    assert time.monotonic() - started >= 1.5  # not before the deadline
+    # not before the deadline: the controller counts the 2 s from the condition's lastUpdateTime, a whole second
+    # (up to 1 s before the creation this clock saw), so the client's clock sees at least 1 s and the server's 2
+    assert time.monotonic() - started >= 2 - 1
     cond = condition(obj, "Progressing")
+    assert seconds(cond["lastUpdateTime"]) - seconds(obj["metadata"]["creationTimestamp"]) >= 2, (cond, obj["metadata"])
     rs = api.get(f"/apis/apps/v1/namespaces/{ns}/replicasets", labelSelector="app=stall")[1]["items"]
     assert len(rs) == 1
     assert cond["status"] == "False" and cond["message"] == f'ReplicaSet "{rs[0]["metadata"]["name"]}" has timed out progressing.'

@@ -185,12 +185,17 @@ def _ssl_text(error):
     return text.split(" (_ssl.c:")[0].strip().rstrip(".")
 
 
+#: urllib3 2's error for a host name that does not resolve (urllib3 1.26, which the requirements allow, has none: a
+#: gaierror cause says it there)
+_NAME_RESOLUTION_ERROR = getattr(urllib3.exceptions, "NameResolutionError", ())
+
+
 def connection_words(error):
     """What went wrong with a connection, in plain words (no urllib3 class names, hosts or ports)."""
     cause = error.__cause__ or error.__context__ or error
     if isinstance(error, urllib3.exceptions.ProxyError):
         return "cannot connect through the proxy: %s" % connection_words(cause) if cause is not error else "the proxy failed"
-    if isinstance(error, urllib3.exceptions.NameResolutionError) or cause.__class__.__name__ == "gaierror":
+    if isinstance(error, _NAME_RESOLUTION_ERROR) or cause.__class__.__name__ == "gaierror":
         return "the server's host name does not resolve (DNS: %s)" % (getattr(cause, "strerror", None) or "no such host").lower()
     if isinstance(cause, ConnectionRefusedError):
         return "connection refused"
@@ -208,10 +213,11 @@ def connection_words(error):
         return "the server did not answer %s (request_timeout)" % ("within %s s" % seconds.group(1) if seconds else "in time")
     if isinstance(error, urllib3.exceptions.ConnectTimeoutError) and not isinstance(error, urllib3.exceptions.NewConnectionError):
         return "connection timed out"
-    if isinstance(cause, (ConnectionResetError, BrokenPipeError)):
-        return "the server reset the connection"
+    # http.client's RemoteDisconnected is a ConnectionResetError: asked first, or its words are never given
     if cause.__class__.__name__ == "RemoteDisconnected":
         return "the server closed the connection without answering"
+    if isinstance(cause, (ConnectionResetError, BrokenPipeError)):
+        return "the server reset the connection"
     if isinstance(cause, OSError) and cause.strerror:
         return cause.strerror[0].lower() + cause.strerror[1:]
     return redact_url(str(cause), mask="********")[:300]

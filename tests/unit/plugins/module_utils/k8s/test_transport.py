@@ -2,6 +2,7 @@
 
 import importlib.util
 import socket
+import struct
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -127,6 +128,45 @@ def test_tls_to_a_plain_http_server(plain_http):
 def test_silent_server(silent):
     words = T.connection_words(_error(f"http://127.0.0.1:{silent}/"))
     assert words == "the server did not answer within 0.3 s (request_timeout)"
+
+
+def _serve_once(answer):
+    """A server that accepts one connection, reads the request and then ``answer(connection)``."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+
+    def serve():
+        conn, _ = s.accept()
+        conn.recv(65536)
+        answer(conn)
+        s.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return s.getsockname()[1]
+
+
+def test_server_closes_without_answering():
+    # http.client's RemoteDisconnected is a ConnectionResetError: it gets its own words, not a reset's
+    port = _serve_once(lambda conn: conn.close())
+    assert T.connection_words(_error(f"http://127.0.0.1:{port}/")) == "the server closed the connection without answering"
+
+
+def test_server_resets_the_connection():
+    def reset(conn):
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+
+    port = _serve_once(reset)
+    assert T.connection_words(_error(f"http://127.0.0.1:{port}/")) == "the server reset the connection"
+
+
+def test_dns_failure_without_urllib3_2s_error_class(monkeypatch):
+    # urllib3 1.26 (allowed by the requirements) has no NameResolutionError: the gaierror cause says it
+    error = _error("https://stacksync-no-such-host.invalid:6443/")
+    monkeypatch.delattr(urllib3.exceptions, "NameResolutionError", raising=False)
+    monkeypatch.setattr(T, "_NAME_RESOLUTION_ERROR", getattr(urllib3.exceptions, "NameResolutionError", ()))
+    assert T.connection_words(error).startswith("the server's host name does not resolve (DNS: ")
 
 
 def test_proxy_refused(closed_port):
