@@ -54,17 +54,17 @@ def _children_cpu():
 
 
 class Deleter(throughput.Raw):
-    """DELETE with urllib3 only (background propagation, as the engine's prune)."""
+    """DELETE on the client's transport only (background propagation, as the engine's prune)."""
 
     def prepare(self, objs):
-        return [self.client.server + throughput.object_path(o) for o in objs]
+        return [throughput.object_path(o) for o in objs]
 
-    def send(self, url):
-        resp = self.client._pool.request("DELETE", url, body=b'{"propagationPolicy":"Background"}', headers=self.headers,
-                                         retries=False)
-        if resp.status >= 300 and resp.status != 404:
-            raise RuntimeError(f"DELETE {url}: {resp.status} {resp.data[:300]!r}")
-        return resp.status
+    def send(self, target):
+        status, _headers, data = self.client.exchange("DELETE", target, b'{"propagationPolicy":"Background"}',
+                                                      self.headers)
+        if status >= 300 and status != 404:
+            raise RuntimeError(f"DELETE {target}: {status} {data[:300]!r}")
+        return status
 
 
 def write(kubeconfig, apply, delete, inflight):

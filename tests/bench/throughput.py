@@ -10,7 +10,8 @@ it is Established) are sent first and timed apart; the rate is that of the remai
 
 Clients (``--clients``):
 
-* ``raw``: urllib3 with the bodies encoded beforehand, one pool of N connections, N threads: the
+* ``raw``: the client's transport alone (``KubeClient.exchange``: urllib3's connections, the collection's
+  HTTP/1.1, module_utils/k8s/wire.py) with the bodies encoded beforehand, N connections, N threads: the
   least a Python client can do per request;
 * ``kubeclient``: the collection's :class:`KubeClient` (``client.apply``: JSON encoding, auth
   headers, accounting, retries) from the same threads;
@@ -74,27 +75,26 @@ def workload(n):
 
 
 class Raw:
-    """PATCH with urllib3 only: bodies encoded beforehand, the kubeconfig's TLS and headers."""
+    """PATCH on the client's transport only (``KubeClient.exchange``: one attempt, no encoding, no accounting):
+    bodies encoded beforehand, the kubeconfig's TLS and headers."""
 
     def __init__(self, client, inflight):
-        self.client = client  # for the pool settings and headers only
+        self.client = client  # for its transport and headers only
         self.inflight = inflight
-        self.headers = dict(client._headers)
-        if client._auth is not None:
-            self.headers.update(client._auth())
-        self.headers.update({"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"})
+        given = client._auth() if client._auth is not None else {}
+        self.headers = [(k, v) for k, v in client._headers if k not in given] + list(given.items())
+        self.headers += [("Content-Type", "application/apply-patch+yaml"), ("Accept", "application/json")]
         self.query = f"?fieldManager={FIELD_MANAGER}&force=true"
 
     def prepare(self, objs):
-        return [(self.client.server + object_path(o) + self.query, json.dumps(o, separators=(",", ":")).encode())
-                for o in objs]
+        return [(object_path(o) + self.query, json.dumps(o, separators=(",", ":")).encode()) for o in objs]
 
     def send(self, request):
-        url, body = request
-        resp = self.client._pool.request("PATCH", url, body=body, headers=self.headers, retries=False)
-        if resp.status >= 300:
-            raise RuntimeError(f"PATCH {url}: {resp.status} {resp.data[:300]!r}")
-        return resp.status
+        target, body = request
+        status, _headers, data = self.client.exchange("PATCH", target, body, self.headers)
+        if status >= 300:
+            raise RuntimeError(f"PATCH {target}: {status} {data[:300]!r}")
+        return status
 
 
 class ViaKubeClient:

@@ -365,22 +365,21 @@ def test_lease_create_whose_response_is_lost_does_not_lock_out_its_own_run(kubes
     import urllib3
 
     stack = "lostresp-" + ns
-    pool = admin._pool
-    real = pool.request
+    real = admin.exchange
     lost = []
 
-    def request(method, url, *args, **kwargs):
-        resp = real(method, url, *args, **kwargs)
-        if method == "POST" and "/leases" in url and not lost:
-            lost.append(url)
+    def exchange(method, target, *args, **kwargs):
+        answer = real(method, target, *args, **kwargs)
+        if method == "POST" and "/leases" in target and not lost:
+            lost.append(target)
             raise urllib3.exceptions.ProtocolError("Connection aborted (response lost after the write)")
-        return resp
+        return answer
 
-    pool.request = request
+    admin.exchange = exchange
     try:
         started = time.time()
         _cs, err = H.sync(admin, stack, cms(ns, ["l0"]), namespace=ns, record_namespace=ns, lock_timeout=5)
     finally:
-        pool.request = real
+        del admin.exchange
     assert lost, "the Lease was never created"
     assert err is None, f"{err} (after {time.time() - started:.1f} s)"

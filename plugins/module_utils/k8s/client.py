@@ -34,6 +34,7 @@ import time
 from ansible_collections.stacksync.k8s.plugins.module_utils.base import jsonload
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import redact_url
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.transport import connection_words, pool_manager, unreachable
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.wire import lane_for
 
 try:
     from urllib.parse import quote, urlencode
@@ -157,17 +158,17 @@ class KubeClient:
                  timeout=DEFAULT_REQUEST_TIMEOUT, retry_budget=DEFAULT_RETRY_BUDGET):
         self.server = server.rstrip("/")
         self._auth = auth
-        self._headers = HTTPHeaderDict()
-        for key, value in headers.items() if isinstance(headers, dict) else headers or ():
-            self._headers.add(key, value)
-        for group in impersonate_groups or ():
-            self._headers.add("Impersonate-Group", group)
+        # (name, value) pairs: a header may repeat (Impersonate-Group)
+        self._headers = list(headers.items() if isinstance(headers, dict) else headers or ())
+        self._headers += [("Impersonate-Group", group) for group in impersonate_groups or ()]
         kwargs = dict(pool_kwargs or {})
         kwargs["maxsize"] = max(int(maxsize), 1)
         kwargs["block"] = True
         connect, read = timeout if isinstance(timeout, (tuple, list)) else (timeout, timeout)
         kwargs["timeout"] = urllib3.Timeout(connect=float(connect), read=float(read))
         self._pool = pool_manager(proxy, proxy_headers, kwargs)
+        # requests written and answers read by the collection on urllib3's connections (None through a proxy)
+        self._lane = lane_for(self._pool, self.server, kwargs["maxsize"], kwargs["timeout"].read_timeout, proxy)
         self.max_attempts = max_attempts
         self.retry_budget = float(retry_budget)
         self.clock = time.monotonic
@@ -209,16 +210,18 @@ class KubeClient:
 
     def _send(self, method, path, params, body, content_type, accept, raw, with_status, before_attempt):
         """:meth:`request`, without telling :attr:`on_write`."""
-        url = self.server + path
+        target = path
         if params:
-            url += "?" + urlencode([(k, v) for k, v in params.items() if v is not None])
-        headers = HTTPHeaderDict(self._headers)
-        headers["Accept"] = accept
+            target += "?" + urlencode([(k, v) for k, v in params.items() if v is not None])
+        headers = [*self._headers, ("Accept", accept)]
         if self._auth is not None:
-            headers.update(self._auth())
+            given = self._auth()
+            if given:  # replacing a header of the same name
+                names = set(k.lower() for k in given)
+                headers = [(k, v) for k, v in headers if k.lower() not in names] + list(given.items())
         data = None
         if body is not None:
-            headers["Content-Type"] = content_type
+            headers.append(("Content-Type", content_type))
             data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode("utf-8")
         attempt = 0
         started = self.clock()
@@ -228,8 +231,7 @@ class KubeClient:
                 before_attempt()
             self._count(method)
             try:
-                resp = self._pool.request(method, url, body=data, headers=headers, retries=False,
-                                          preload_content=True, redirect=False)
+                status, answer, content = self.exchange(method, target, data, headers)
             except urllib3.exceptions.HTTPError as e:
                 if _tls_refused(e):  # not transient: retrying only delays the same answer
                     raise ApiError(0, "TLSError", unreachable(self.server, connection_words(e)), None, method, path) from None
@@ -238,22 +240,34 @@ class KubeClient:
                                                                      self.clock() - started), None, method, path) from None
                 self._pause(attempt, None)
                 continue
-            status = resp.status
-            self._saw_date(resp.headers.get("Date"))
-            if status in RETRY_STATUSES and self._may_retry(attempt, started) and not _deterministic(status, resp.data):
-                self._pause(attempt, resp.headers.get("Retry-After"))
+            self._saw_date(answer.get("Date"))
+            if status in RETRY_STATUSES and self._may_retry(attempt, started) and not _deterministic(status, content):
+                self._pause(attempt, answer.get("Retry-After"))
                 continue
             if raw:
-                return status, resp.headers, resp.data
+                return status, answer, content
             if status < 200 or status >= 300:
-                raise ApiError.from_response(status, resp.data, method, path)
+                raise ApiError.from_response(status, content, method, path)
             decoded = {}
-            if resp.data:
+            if content:
                 try:
-                    decoded = jsonload.loads(resp.data)  # bytes: no copy as a str first
+                    decoded = jsonload.loads(content)  # bytes: no copy as a str first
                 except (ValueError, UnicodeDecodeError):
                     raise ApiError(status, "BadResponse", "response is not JSON", None, method, path) from None
             return (status, decoded) if with_status else decoded
+
+    def exchange(self, method, target, data, headers):
+        """One attempt of a request: ``(status, headers, body bytes)``; urllib3's exceptions.
+
+        :param target: the path and query. :param headers: ``(name, value)`` pairs.
+        The collection's own reading and writing on urllib3's connections (:mod:`.wire`), or through a proxy
+        urllib3's whole request.
+        """
+        if self._lane is not None:
+            return self._lane.exchange(method, target, headers, data)
+        resp = self._pool.request(method, self.server + target, body=data, headers=HTTPHeaderDict(headers),
+                                  retries=False, preload_content=True, redirect=False)
+        return resp.status, resp.headers, resp.data
 
     def _saw_date(self, text):
         """Keep the latest server time a ``Date`` header says (parsed once per value: it changes once a second)."""
@@ -371,6 +385,8 @@ class KubeClient:
 
     def close(self):
         with contextlib.suppress(Exception):
+            if self._lane is not None:
+                self._lane.close()
             self._pool.clear()
 
 

@@ -187,7 +187,7 @@ def _ssl_text(error):
 
 #: urllib3 2's error for a host name that does not resolve (urllib3 1.26, which the requirements allow, has none: a
 #: gaierror cause says it there)
-_NAME_RESOLUTION_ERROR = getattr(urllib3.exceptions, "NameResolutionError", ())
+_NAME_RESOLUTION_ERROR = getattr(getattr(urllib3, "exceptions", None), "NameResolutionError", ())
 
 
 def connection_words(error):
