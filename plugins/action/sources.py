@@ -123,17 +123,24 @@ class ActionModule(ActionBase):
         result.update(
             changed=any(e["changed"] for e in entries),
             stacks=[e["stack"] for e in entries],
-            ansible_facts={"stacksync_results": entries},
             ansible_stats={"data": {"stacksync": {self._host: report.stats(entries)}}, "per_host": False,
                            "aggregate": True},
         )
+        if self._caller == "module":
+            result["ansible_facts"] = {"stacksync_results": entries}
+        else:
+            # role stacksync.k8s.sync sets the variable from this key (set_fact, as it must when the task fails): as a
+            # fact too, ansible-core would copy the list again for every later task of the play (it cleans a host's
+            # facts each time it gathers its variables), an entry per object written
+            result["stacksync_results"] = entries
         if self._emitting:
             self._emit(result, prepared, params)
         failed = [e["stack"] for e in entries if e["failed"]]
         if failed:
             # the message is the error; a failed task's facts and stats are dropped by Ansible, which prints its whole
             # result (the entries list the objects written, not the thousands left unchanged)
-            del result["ansible_facts"], result["ansible_stats"]
+            result.pop("ansible_facts", None)
+            del result["ansible_stats"]
             result.update(failed=True, failed_stacks=failed, msg=report.failure_message(entries),
                           stacksync_results=entries)
         return result

@@ -39,7 +39,7 @@ description:
     reverse order.
   - Prints a line when a stack starts writing (what it writes, from which commit) and when it is done (what it did,
     or its error in one line) and, with O(summary), a table per host at the end. Sets the fact C(stacksync_results)
-    and hands per-stack counts to C(set_stats) (key C(stacksync), per host), which AWX shows as the job's artifacts.
+    (run by role C(stacksync.k8s.sync), the task returns it and the role sets the variable) and hands per-stack counts to C(set_stats) (key C(stacksync), per host), which AWX shows as the job's artifacts.
   - A stack that failed fails the task, with the error as its message. Ansible sets no facts and no stats of a failed
     task, so the result holds RV(stacksync_results) then (a registered result, or C(ansible_failed_result) in a
     C(rescue), reads every stack's outcome); role C(stacksync.k8s.sync) sets the fact from it.
@@ -416,15 +416,17 @@ failed_stacks:
   sample: [apps]
 stacksync_results:
   description:
-    - When a stack failed, the entries of RV(ansible_facts.stacksync_results) (a failed task sets no facts).
-  returned: when a stack failed
+    - The entries of RV(ansible_facts.stacksync_results), when a stack failed (a failed task sets no facts) or when
+      role C(stacksync.k8s.sync) runs the task (the role sets the
+      variable C(stacksync_results) from them, and the task sets no fact).
+  returned: when a stack failed, or when role stacksync.k8s.sync runs the task
   type: list
   elements: dict
   sample: [{"stack": "apps", "failed": true, "msg": "Kubeconfig file not found: /etc/prod.kubeconfig (check kubeconfig)",
             "counts": {"created": 0, "configured": 0, "unchanged": 0, "pruned": 0, "skipped": 0}, "pruning": "not run"}]
 ansible_facts:
   description: Facts set by the task.
-  returned: success
+  returned: success, unless role stacksync.k8s.sync runs the task
   type: dict
   contains:
     stacksync_results:

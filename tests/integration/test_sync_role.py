@@ -44,6 +44,8 @@ PLAY = """
           - stacksync_results[0].counts.created == (2 if first_run | bool else 0)
           - stacksync_results[0].counts.unchanged == (0 if first_run | bool else 2)
           - stacksync_results[0].failed == false
+          # a variable of the role, not also a fact that every later task's variables would copy again
+          - ansible_facts.stacksync_results is not defined
 
 - name: Another play imports the role statically
   hosts: clusters
@@ -97,6 +99,40 @@ def test_role_included_and_imported_into_an_existing_play(setup, kube):
     client = build_client({"kubeconfig": kube.kubeconfig})[0]
     cm = client.get(f"/api/v1/namespaces/{ns}/configmaps/settings")
     assert cm["metadata"]["labels"]["stacksync.io/stack"] == variables["stack"]
+
+
+DIRECT = """
+- name: The module without the role
+  hosts: clusters
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Sync with the module
+      stacksync.k8s.sources:
+        kubeconfig: "{{ stacksync_kubeconfig }}"
+        cache_dir: "{{ stacksync_cache_dir }}"
+        summary: false
+        sources:
+          - repo: "{{ repo_url }}"
+            path: manifests
+            stack: "{{ stack }}"
+      register: direct
+    - name: Its results are a fact
+      ansible.builtin.assert:
+        that:
+          - direct.stacksync_results is not defined
+          - ansible_facts.stacksync_results | length == 1
+          - stacksync_results[0].stack == stack
+          - stacksync_results[0].failed == false
+"""
+
+
+def test_the_module_without_the_role_sets_the_fact(setup):
+    tmp, inventory, variables, _ns = setup
+    (tmp / "direct.yml").write_text(DIRECT)
+    run = run_playbook(inventory, variables, playbook=tmp / "direct.yml")
+    assert run.rc == 0, run.tail()
+    assert run.recap["the-cluster"]["failed"] == 0
 
 
 def test_check_mode_on_a_fresh_stack_changes_nothing(setup, kube, tmp_path):
