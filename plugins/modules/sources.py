@@ -39,10 +39,11 @@ description:
     reverse order.
   - Prints a line when a stack starts writing (what it writes, from which commit) and when it is done (what it did,
     or its error in one line) and, with O(summary), a table per host at the end. Sets the fact C(stacksync_results)
-    (run by role C(stacksync.k8s.sync), the task returns it and the role sets the variable) and hands per-stack counts to C(set_stats) (key C(stacksync), per host), which AWX shows as the job's artifacts.
+    (run by role C(stacksync.k8s.sync), the task returns it and the role sets the variable) and hands per-stack
+    counts to C(set_stats) (key C(stacksync), per host), which AWX shows as the job's artifacts.
   - A stack that failed fails the task, with the error as its message. Ansible sets no facts and no stats of a failed
     task, so the result holds RV(stacksync_results) then (a registered result, or C(ansible_failed_result) in a
-    C(rescue), reads every stack's outcome); role C(stacksync.k8s.sync) sets the fact from it.
+    C(rescue), reads every stack's outcome); role C(stacksync.k8s.sync) sets the variable from it.
 options:
   sources:
     description:

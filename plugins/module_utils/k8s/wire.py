@@ -93,16 +93,20 @@ def lane_for(manager, server, maxsize, read_timeout, proxy=None):
     ``PoolManager``); None when the server is reached through ``proxy`` (urllib3 keeps those requests)."""
     if proxy or urllib3 is None:
         return None
-    return Lane(manager.connection_from_url(server), maxsize, read_timeout)
+    # a server URL may hold a path (a proxy to several clusters: https://rancher.example/k8s/clusters/c-m-1): every
+    # request's path goes under it, as kubectl sends it
+    prefix = (parse_url(server).path or "").rstrip("/")
+    return Lane(manager.connection_from_url(server), maxsize, read_timeout, prefix)
 
 
 class Lane:
     """Requests to one server on connections opened by a urllib3 connection ``pool`` (its settings: TLS,
     timeouts, socket options); at most ``maxsize`` at once (a request waits for a free one, as urllib3's
-    ``block=True`` pool waits). Thread-safe."""
+    ``block=True`` pool waits); every target under the server URL's path ``prefix``. Thread-safe."""
 
-    def __init__(self, pool, maxsize, read_timeout):
+    def __init__(self, pool, maxsize, read_timeout, prefix=""):
         self._pool = pool
+        self._prefix = prefix
         self._maxsize = max(int(maxsize), 1)
         self._read_timeout = read_timeout
         self._lock = threading.Lock()
@@ -171,7 +175,7 @@ class Lane:
         :param target: the path and query (percent-encoded here where needed, as urllib3 encodes it).
         :param headers: ``(name, value)`` pairs (Host, Accept-Encoding and Content-Length are added here).
         """
-        request = _request_bytes(method, target, self._host, headers, body)
+        request = _request_bytes(method, self._prefix + target, self._host, headers, body)
         if self._pid != os.getpid():  # a forked process: the parent's connections are the parent's
             with self._lock:
                 if self._pid != os.getpid():

@@ -330,6 +330,17 @@ def test_the_client_sends_its_headers_and_reads_json_on_the_lane(serve):
         "Authorization: Bearer t"]
 
 
+@pytest.mark.parametrize("lane_on", [True, False])
+def test_a_server_url_with_a_path_keeps_it_before_every_request(serve, lane_on):
+    # a proxy to several clusters (Rancher: https://rancher.example/k8s/clusters/c-m-1), as kubectl sends it
+    server = serve(lambda request, n: ok())
+    c = KubeClient(f"http://127.0.0.1:{server.port}/k8s/clusters/c-m-1/")
+    if not lane_on:
+        c._lane = None  # urllib3's whole request, as for a server behind a proxy
+    c.get("/api/v1/namespaces", params={"limit": 1})
+    assert server.requests[0][1].split(b"\r\n")[0] == b"GET /k8s/clusters/c-m-1/api/v1/namespaces?limit=1 HTTP/1.1"
+
+
 def test_the_client_retries_a_connection_the_server_dropped(serve):
     server = serve(lambda request, n: None if n == 1 else ok(b'{"n":%d}' % n))
     c = KubeClient(f"http://127.0.0.1:{server.port}")
