@@ -217,12 +217,18 @@ class _Socks5:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
         self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        self._stop = threading.Event()
+        self._acceptor = threading.Thread(target=self._serve, daemon=True)
+        self._acceptor.start()
 
     def _serve(self):
         with contextlib.suppress(OSError):
             while True:
-                threading.Thread(target=self._handle, args=(self.sock.accept()[0],), daemon=True).start()
+                conn = self.sock.accept()[0]
+                if self._stop.is_set():  # the connection close() makes to wake this thread
+                    conn.close()
+                    return
+                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _handle(self, conn):
         conn.recv(conn.recv(2)[1])  # greeting: version, number of methods, the methods
@@ -237,6 +243,12 @@ class _Socks5:
         _pipe(upstream, conn)
 
     def close(self):
+        # the accept thread ends before its socket is closed: a socket closed under a thread blocked on it can hand
+        # that thread the next socket given the same descriptor (a later test's server)
+        self._stop.set()
+        with contextlib.suppress(OSError):
+            socket.create_connection(("127.0.0.1", self.port), timeout=5).close()
+        self._acceptor.join(10)
         self.sock.close()
 
 

@@ -2,6 +2,7 @@
 reading of answers (against a scripted TCP server and in-memory readers), connections kept, bounded and dropped,
 and urllib3's errors for what goes wrong."""
 
+import contextlib
 import http.client as httplib
 import io
 import os
@@ -135,20 +136,28 @@ class Server:
         self.open_now, self.most_open = 0, 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._conns, self._threads = [], []
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+        self._acceptor.start()
 
     def _accept(self):
-        while not self._stop.is_set():
+        while True:
             try:
                 conn, _addr = self.sock.accept()
             except OSError:
+                return
+            if self._stop.is_set():  # the connection close() makes to wake this thread
+                conn.close()
                 return
             with self._lock:
                 self.connections += 1
                 self.open_now += 1
                 self.most_open = max(self.most_open, self.open_now)
                 number = self.connections
-            threading.Thread(target=self._serve, args=(conn, number), daemon=True).start()
+                self._conns.append(conn)
+                thread = threading.Thread(target=self._serve, args=(conn, number), daemon=True)
+                self._threads.append(thread)
+            thread.start()
 
     def _serve(self, conn, number):
         reader = conn.makefile("rb")
@@ -183,7 +192,21 @@ class Server:
             conn.close()
 
     def close(self):
+        """Stop, and let every thread end before the sockets are closed: a socket closed under a thread blocked on it
+        can hand that thread the next socket given the same descriptor -- another server's (the simulator of a later
+        test in this process), whose connections it would then take and never answer."""
         self._stop.set()
+        with contextlib.suppress(OSError):
+            socket.create_connection(("127.0.0.1", self.port), timeout=5).close()  # wakes accept()
+        self._acceptor.join(10)
+        with self._lock:
+            conns, threads = list(self._conns), list(self._threads)
+        for conn in conns:  # their threads see the end of their reads, and close them
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        for thread in threads:
+            thread.join(10)
+        assert not self._acceptor.is_alive() and not any(t.is_alive() for t in threads)
         self.sock.close()
 
 
