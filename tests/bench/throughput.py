@@ -81,9 +81,7 @@ class Raw:
     def __init__(self, client, inflight):
         self.client = client  # for its transport and headers only
         self.inflight = inflight
-        given = client._auth() if client._auth is not None else {}
-        self.headers = [(k, v) for k, v in client._headers if k not in given] + list(given.items())
-        self.headers += [("Content-Type", "application/apply-patch+yaml"), ("Accept", "application/json")]
+        self.headers = client.header_pairs("application/json", "application/apply-patch+yaml")
         self.query = f"?fieldManager={FIELD_MANAGER}&force=true"
 
     def prepare(self, objs):

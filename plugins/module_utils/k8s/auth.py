@@ -58,6 +58,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.kubeconfig impor
     static_authorization,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.transport import choose_proxy, tls_pool_kwargs
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.wire import TOKEN_CHARS
 
 
 def _find_kubernetes():
@@ -281,10 +282,13 @@ def load_configuration(auth, environ=None):
 
 
 # -- client ---------------------------------------------------------------------------------------
+#: what client-go leaves as it is in an ``Impersonate-Extra-`` key: a header name's characters but the escape's ``%``
+_EXTRA_KEY_CHARS = frozenset(TOKEN_CHARS) - {"%"}
+
+
 def _header_key(key):
     """An ``Impersonate-Extra-`` key as client-go escapes it (``%XX`` for what a header name cannot hold)."""
-    legal = set("!#$&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-    return "".join(c if c in legal else "".join("%%%02X" % b for b in c.encode("utf-8")) for c in key)
+    return "".join(c if c in _EXTRA_KEY_CHARS else "".join("%%%02X" % b for b in c.encode("utf-8")) for c in key)
 
 
 def impersonation_headers(imp):

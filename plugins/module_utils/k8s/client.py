@@ -213,15 +213,9 @@ class KubeClient:
         target = path
         if params:
             target += "?" + urlencode([(k, v) for k, v in params.items() if v is not None])
-        headers = [*self._headers, ("Accept", accept)]
-        if self._auth is not None:
-            given = self._auth()
-            if given:  # replacing a header of the same name
-                names = set(k.lower() for k in given)
-                headers = [(k, v) for k, v in headers if k.lower() not in names] + list(given.items())
+        headers = self.header_pairs(accept, content_type if body is not None else None)
         data = None
         if body is not None:
-            headers.append(("Content-Type", content_type))
             data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode("utf-8")
         attempt = 0
         started = self.clock()
@@ -255,6 +249,20 @@ class KubeClient:
                 except (ValueError, UnicodeDecodeError):
                     raise ApiError(status, "BadResponse", "response is not JSON", None, method, path) from None
             return (status, decoded) if with_status else decoded
+
+    def header_pairs(self, accept=JSON, content_type=None):
+        """The ``(name, value)`` headers of a request: the client's own (impersonation, the kubeconfig's), those of its
+        credentials (asked now: a token may have been renewed) replacing any of the same name (case-insensitive),
+        ``Accept``, and ``Content-Type`` if given."""
+        headers = [*self._headers, ("Accept", accept)]
+        if self._auth is not None:
+            given = self._auth()
+            if given:
+                names = set(k.lower() for k in given)
+                headers = [(k, v) for k, v in headers if k.lower() not in names] + list(given.items())
+        if content_type is not None:
+            headers.append(("Content-Type", content_type))
+        return headers
 
     def exchange(self, method, target, data, headers):
         """One attempt of a request: ``(status, headers, body bytes)``; urllib3's exceptions.

@@ -48,8 +48,9 @@ except ImportError:  # pragma: no cover - checked with CLIENT_REQUIREMENTS befor
 #: what a header line or the status line may hold, and how many header lines an answer may have (http.client's limits)
 MAX_LINE = 65536
 MAX_HEADERS = 100
-#: a header name: an RFC 9110 token
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+#: the characters of a header name (an RFC 9110 token)
+TOKEN_CHARS = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_TOKEN = re.compile("^[%s]+$" % re.escape(TOKEN_CHARS))
 #: what a header value may not hold (http.client refuses CR and LF; NUL ends a C string on the server)
 _BAD_VALUE = re.compile(r"[\r\n\x00]")
 #: a request target that needs no percent-encoding (else urllib3's parse_url encodes it, as a request through
@@ -57,6 +58,7 @@ _BAD_VALUE = re.compile(r"[\r\n\x00]")
 _PLAIN_TARGET = re.compile(r"^/[A-Za-z0-9\-._~!$&'()*+,;=:@/%?]*$")
 _HEX = re.compile(rb"^[0-9A-Fa-f]+$")
 _DIGITS = re.compile(rb"^[0-9]+$")
+_DIGITS_TEXT = re.compile(r"^[0-9]+$")
 _NO_BODY_STATUSES = (204, 304)
 
 
@@ -175,7 +177,8 @@ class Lane:
         :param target: the path and query (percent-encoded here where needed, as urllib3 encodes it).
         :param headers: ``(name, value)`` pairs (Host, Accept-Encoding and Content-Length are added here).
         """
-        request = _request_bytes(method, self._prefix + target, self._host, headers, body)
+        target = self._prefix + target
+        request = _request_bytes(method, target, self._host, headers, body)
         if self._pid != os.getpid():  # a forked process: the parent's connections are the parent's
             with self._lock:
                 if self._pid != os.getpid():
@@ -186,7 +189,7 @@ class Lane:
             generation = self._generation
             conn = self._take()
             try:
-                status, answer, data, keep = self._send(conn, method, request)
+                status, answer, data, keep = self._send(conn, method, request, target)
             except Exception:
                 conn.close()
                 raise
@@ -198,7 +201,7 @@ class Lane:
         finally:
             slots.release()
 
-    def _send(self, conn, method, request):
+    def _send(self, conn, method, request, target):
         try:
             # as urllib3: the server may have answered and closed; the answer is read below
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
@@ -207,13 +210,8 @@ class Lane:
         except urllib3.exceptions.HTTPError:
             raise
         except Exception as e:  # pylint: disable=broad-except
-            raise _urllib3_error(e, self._pool, self._read_timeout, self._origin + _quoted_path(request)) from e
-
-
-def _quoted_path(request):
-    """The target of a request's bytes without its query (for messages)."""
-    line = request.split(b"\r\n", 1)[0].split(b" ")
-    return line[1].split(b"?", 1)[0].decode("ascii", "replace") if len(line) > 2 else ""
+            # the URL without its query, for messages
+            raise _urllib3_error(e, self._pool, self._read_timeout, self._origin + target.split("?", 1)[0]) from e
 
 
 def _urllib3_error(error, pool, read_timeout, url=None):
@@ -323,7 +321,7 @@ def read_body(reader, method, status, headers):
             if len(values) != 1:
                 raise httplib.HTTPException("conflicting Content-Length")
             length = values.pop()
-        if not _DIGITS.match(length.encode("latin-1")):
+        if not _DIGITS_TEXT.match(length):
             raise httplib.HTTPException("invalid Content-Length")
         size = int(length)
         data = reader.read(size) if size else b""

@@ -297,3 +297,12 @@ def test_auth_env_precedence_like_kubernetes_core():
     assert auth["host"] == "https://param" and auth["validate_certs"] is False and auth["ca_cert"] == "/ca"
     assert auth["impersonate_groups"] == ["a", "b"] and auth["proxy_headers"] == {"user_agent": "ua"}
     assert resolve_auth_params({}, {})["proxy_headers"] is None
+
+
+def test_impersonation_extra_keys_are_escaped_as_client_go_does():
+    headers = A.impersonation_headers({"user": "u", "groups": ["g"], "extra": {
+        "acme.example/reason": ["ok"], "scopes ü%": ["a", "b"]}})
+    assert headers == [("Impersonate-User", "u"), ("Impersonate-Group", "g"),
+                       ("Impersonate-Extra-acme.example%2Freason", "ok"),
+                       # a space, a non-ASCII letter (its UTF-8 bytes) and the escape character itself
+                       ("Impersonate-Extra-scopes%20%C3%BC%25", "a"), ("Impersonate-Extra-scopes%20%C3%BC%25", "b")]

@@ -257,3 +257,15 @@ def test_a_write_is_told_before_it_is_sent_and_after_it_ends_even_when_it_fails(
     with pytest.raises(ApiError):
         c.delete("/api/v1/namespaces/x/configmaps/y")
     assert [t[0] for t in told[2:]] == ["DELETE", "DELETE"]  # it may have been done: told after too
+
+
+def test_header_pairs_put_credentials_over_the_clients_own_headers_whatever_their_case():
+    tokens = iter(["t1", "t2"])
+    client = KubeClient("https://127.0.0.1:1", auth=lambda: {"Authorization": f"Bearer {next(tokens)}"},
+                        headers={"authorization": "Basic old", "User-Agent": "ua"}, impersonate_groups=["g"])
+    assert client.header_pairs() == [("User-Agent", "ua"), ("Impersonate-Group", "g"), ("Accept", "application/json"),
+                                     ("Authorization", "Bearer t1")]
+    # asked again for each request (a renewed token), the content type last when there is a body
+    assert client.header_pairs("application/yaml", "application/apply-patch+yaml")[-3:] == [
+        ("Accept", "application/yaml"), ("Authorization", "Bearer t2"), ("Content-Type", "application/apply-patch+yaml")]
+    assert KubeClient("https://127.0.0.1:1").header_pairs() == [("Accept", "application/json")]

@@ -108,6 +108,8 @@ def test_repeated_and_folded_headers():
     (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", httplib.IncompleteRead),
     (b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\nx", httplib.HTTPException),
     (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", httplib.HTTPException),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\nx", httplib.HTTPException),  # a digit to str.isdigit
+    (b"HTTP/1.1 200 OK\r\nContent-Length: \r\n\r\n", httplib.HTTPException),
     (b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 1\r\n\r\nx", httplib.HTTPException),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", httplib.HTTPException),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", httplib.HTTPException),
