@@ -54,6 +54,8 @@ options:
         description:
           - Let kustomizations refer to remote bases, resources and files, which kustomize fetches from the
             network (default V(false), refused before kustomize runs).
+          - Never allowed - a C(file:) URL (the controller's own files), a query value git would read as an option
+            (C(?ref=--upload-pack=...)).
         type: bool
       max_file_size:
         description: Refuse manifest files larger than this many bytes (default 10 MiB). C(0) disables the limit.

@@ -157,6 +157,8 @@ options:
       - Let kustomizations refer to remote bases, resources, components and files (git repositories and URLs,
         which kustomize fetches from the network on the controller). V(false) (the default) refuses them before
         kustomize runs.
+      - Never allowed - a C(file:) URL (the controller's own files), a query value git would read as an option
+        (C(?ref=--upload-pack=...)).
     type: bool
     default: false
   kustomize_command:

@@ -130,6 +130,8 @@ options:
           - Let this source's kustomizations refer to remote bases, resources and files (git repositories and URLs
             that kustomize fetches from the network on the controller). Defaults to V(false), refused before
             kustomize runs.
+          - Never allowed - a C(file:) URL (the controller's own files), a query value git would read as an option
+            (C(?ref=--upload-pack=...)).
         type: bool
       kubeconfig:
         description:

@@ -28,6 +28,7 @@ import re
 import selectors
 import subprocess
 import time
+from urllib.parse import parse_qsl, unquote
 
 import yaml
 
@@ -37,7 +38,15 @@ KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization
 #: How kustomize recognises a remote reference (sigs.k8s.io/kustomize api/internal/git/repospec.go, and
 #: the loader's HTTP files): a URL scheme, go-getter's ``git::``, ``gh:``, scp-like ``user@host:``,
 #: github.com without a scheme, Azure DevOps' ``_git/``.
-_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git::|gh:|[\w.-]+@[\w.-]+:|github\.com[:/])|_git/", re.IGNORECASE)
+#: ``user@host:path`` and ``user@host/path`` both (any ``@`` before the first ``/``: kustomize takes what precedes it
+#: for a user name).
+_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git::|gh:|[^/\s]*@[^/\s]*?[:/]|github\.com[:/])|_git/", re.IGNORECASE)
+#: what a reference kustomize could parse as a repository holds (one the checks above missed, refused when it is
+#: not a path in the checkout)
+_URL_LIKE = re.compile(r"@|://|::|\?|^[a-z]+:", re.IGNORECASE)
+#: a URL kustomize would give git or read as a local file: never, whatever ``kustomize_remote`` says (the
+#: controller's files, other sources' checkouts)
+_LOCAL_URL = re.compile(r"^(?:git::)?file:", re.IGNORECASE)
 
 #: Fields whose entries are kustomizations (directories, built in turn) or files: ``field -> kind``
 _LIST_FIELDS = {
@@ -57,6 +66,23 @@ class KustomizationRefused(ValueError):
 def is_remote(reference):
     """True if kustomize would fetch ``reference`` from the network (a git repository or an HTTP file)."""
     return bool(_REMOTE.search(reference.strip()))
+
+
+def remote_problem(reference):
+    """Why a remote ``reference`` is refused even where remote references are allowed, else None: a ``file:`` URL
+    (the controller's own files), or a query value (``?ref=``, ``?version=`` ...) kustomize would hand git as an option
+    (``--upload-pack=<command>``)."""
+    text = reference.strip()
+    if _LOCAL_URL.search(text):
+        return "it names the controller's own files"
+    query = text.split("?", 1)[1] if "?" in text else ""
+    for _name, value in parse_qsl(query, keep_blank_values=True):
+        previous = None
+        while value != previous:  # however often it was percent-encoded
+            previous, value = value, unquote(value)
+        if value.lstrip().startswith("-"):
+            return "its query value %r would be read by git as an option" % value[:40]
+    return None
 
 
 def find_kustomization(names):
@@ -124,14 +150,45 @@ def _within(path, root):
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _load(path):
-    """A kustomization file's mapping; ``None`` when kustomize itself will report what is wrong with it."""
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # pylint: disable=too-many-ancestors
+    """A safe loader that refuses a key written twice in a mapping (kustomize reads one of them; which, is not ours
+    to guess)."""
+
+    def construct_mapping(self, node, deep=False):
+        keys = set()
+        for key_node, _value in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, (str, int, float, bool)) and key in keys:
+                raise yaml.constructor.ConstructorError(None, None, "the key %r is written twice" % (key,),
+                                                        key_node.start_mark)
+            keys.add(key)
+        return super(_UniqueKeyLoader, self).construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _UniqueKeyLoader.construct_mapping)
+
+
+def _load(path, shown):
+    """A kustomization file's mapping. What cannot be checked is refused (:class:`KustomizationRefused`): a file
+    that cannot be read or parsed, more than one YAML document, a key written twice, anything but a mapping."""
     try:
         with open(path, "rb") as f:
-            data = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # a safe loader
-    except (OSError, yaml.YAMLError):
-        return None
-    return data if isinstance(data, dict) else None
+            documents = [d for d in yaml.load_all(f, Loader=_UniqueKeyLoader) if d is not None]
+    except OSError as exc:
+        raise KustomizationRefused("%s: cannot be read (%s): refused" % (shown, exc.strerror)) from None
+    except yaml.YAMLError as exc:
+        raise KustomizationRefused("%s: is not YAML that can be checked (%s): refused"
+                                   % (shown, " ".join(str(exc).split())[:200])) from None
+    if len(documents) > 1:
+        raise KustomizationRefused("%s: holds %d YAML documents: a kustomization is one; refused" % (shown, len(documents)))
+    if not documents or not isinstance(documents[0], dict):
+        raise KustomizationRefused("%s: is not a mapping of kustomization fields: refused" % shown)
+    return documents[0]
+
+
+def _in_git_dir(real, root):
+    """True if ``real`` (under ``root``) is in the checkout's ``.git`` directory (or any ``.git`` below it)."""
+    return ".git" in os.path.relpath(real, root).split(os.sep)
 
 
 def check_tree(kdir, root, allow_remote=False, visited=None):
@@ -148,24 +205,30 @@ def check_tree(kdir, root, allow_remote=False, visited=None):
         return
     if kfile is None:
         return
-    data = _load(os.path.join(kdir, kfile))
-    if data is None:
-        return
     shown = os.path.relpath(os.path.join(kdir, kfile), root).replace(os.sep, "/")
-    for field, ref, kind in references(data):
-        if kind == "remote" or is_remote(ref):
-            if allow_remote:
+    if not _within(os.path.realpath(os.path.join(kdir, kfile)), root):
+        raise KustomizationRefused("%s resolves outside the checkout (a symbolic link): refused" % shown)
+    for field, ref, kind in references(_load(os.path.join(kdir, kfile), shown)):
+        if kind == "remote" or is_remote(ref) or _LOCAL_URL.search(ref.strip()):
+            problem = remote_problem(ref)
+            if allow_remote and problem is None:
                 continue
             raise KustomizationRefused(
                 "%s: %s %r is a remote reference (kustomize would fetch it from the network): refused; a "
                 "source's kustomizations build from its repository alone unless it sets kustomize_remote: true"
-                % (shown, field, ref))
+                % (shown, field, ref) if problem is None else "%s: %s %r: %s: refused" % (shown, field, ref, problem))
         target = os.path.join(kdir, ref)
         if not os.path.lexists(target):
-            continue  # missing: kustomize says so
+            if kind == "base" and not allow_remote and _URL_LIKE.search(ref):  # kustomize may try it as a repository
+                raise KustomizationRefused(
+                    "%s: %s %r is not in the checkout (kustomize would try to fetch it as a remote repository): "
+                    "refused" % (shown, field, ref))
+            continue  # a missing file: kustomize says so
         real = os.path.realpath(target)
         if not _within(real, root):
             raise KustomizationRefused("%s: %s %r resolves outside the checkout: refused" % (shown, field, ref))
+        if _in_git_dir(real, root):
+            raise KustomizationRefused("%s: %s %r is in the checkout's .git directory: refused" % (shown, field, ref))
         if kind == "base" and os.path.isdir(real):
             check_tree(real, root, allow_remote, visited)
 
@@ -174,12 +237,26 @@ class OutputTooLarge(Exception):
     """kustomize wrote more than the limit to its standard output (it was stopped)."""
 
 
-def run_bounded(argv, cwd, timeout, limit):
-    """``(returncode, stdout, stderr)`` of ``argv`` run in ``cwd`` with no input, stopped (killed) after
-    ``timeout`` seconds (``subprocess.TimeoutExpired``) or once it wrote more than ``limit`` bytes to its
-    standard output (:class:`OutputTooLarge`; ``limit`` 0 or ``None``: no limit). Its standard error is kept
-    up to 64 KiB: enough for kustomize's message."""
-    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+#: the transports the git that kustomize runs may use (``GIT_ALLOW_PROTOCOL``): no ``file`` (the controller's own
+#: repositories), no ``ext`` (a command)
+GIT_PROTOCOLS = "https:http:ssh:git"
+
+
+def kustomize_environment(environ=None):
+    """The environment kustomize runs in: the controller's, without the connection's credentials
+    (``K8S_AUTH_*``: kustomize needs none), its git confined to :data:`GIT_PROTOCOLS` and never prompting."""
+    env = dict((k, v) for k, v in (os.environ if environ is None else environ).items() if not k.startswith("K8S_AUTH_"))
+    env.update(GIT_ALLOW_PROTOCOL=GIT_PROTOCOLS, GIT_TERMINAL_PROMPT="0")
+    return env
+
+
+def run_bounded(argv, cwd, timeout, limit, env=None):
+    """``(returncode, stdout, stderr)`` of ``argv`` run in ``cwd`` (with ``env``, else this process's environment)
+    with no input, stopped (killed) after ``timeout`` seconds (``subprocess.TimeoutExpired``) or once it wrote more
+    than ``limit`` bytes to its standard output (:class:`OutputTooLarge`; ``limit`` 0 or ``None``: no limit). Its
+    standard error is kept up to 64 KiB: enough for kustomize's message."""
+    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env)
     deadline = time.monotonic() + timeout
     chunks = {proc.stdout: [], proc.stderr: []}
     sizes = {proc.stdout: 0, proc.stderr: 0}

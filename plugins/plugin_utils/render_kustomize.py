@@ -14,7 +14,13 @@ import re
 import shutil
 import subprocess
 
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.kustomize import KustomizationRefused, OutputTooLarge, check_tree, run_bounded
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.kustomize import (
+    KustomizationRefused,
+    OutputTooLarge,
+    check_tree,
+    kustomize_environment,
+    run_bounded,
+)
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_common import RenderError, _decode, relative_text
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_files import iter_yaml_documents
 
@@ -93,7 +99,8 @@ def _kustomize_documents(unit, settings):
     argv = [*command, unit.path]
     limit = settings.max_file_size * KUSTOMIZE_OUTPUT_FACTOR
     try:
-        returncode, stdout, stderr = run_bounded(argv, unit.path, settings.kustomize_timeout, limit)
+        returncode, stdout, stderr = run_bounded(argv, unit.path, settings.kustomize_timeout, limit,
+                                                 env=kustomize_environment())
     except subprocess.TimeoutExpired:
         raise RenderError("kustomize did not finish within %s seconds (%s)" % (settings.kustomize_timeout,
                                                                                " ".join(argv)), rel) from None

@@ -19,7 +19,9 @@ allow-lists:
 * **includes, imports, extends**: only files under the source's own directory, named by a relative
   path without ``..`` (symlinks resolved: one leading out is refused);
 * **size**: the output stops at ``max_output`` characters; repetition (``*``), powers and widths
-  (``%``, ``format``, ``center``, ``indent`` …) that would build a huge value are refused.
+  (``%``, ``format``, ``center``, ``indent`` …) that would build a huge value are refused, and so are the methods
+  and filters whose arguments make their value large (``'x'.ljust(10**10)``, ``(['x' * 1000] * 1000) | join``,
+  ``replace``, ``expandtabs``, ``to_bytes``, ``sum``, ``flatten``, ``regex_replace``), before they build it.
 
 A template that uses what it may not is refused before it renders when the use is written in it
 (``lookup(...)``, ``x.__class__``, an unknown filter, an include of ``/etc/passwd``), else when it is
@@ -32,12 +34,14 @@ __metaclass__ = type
 
 import os
 import re
+import threading
 from collections.abc import ItemsView, KeysView, ValuesView
 
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sandbox_filters
-from jinja2 import BaseLoader, StrictUndefined, TemplateNotFound, TemplateSyntaxError, nodes
+from jinja2 import BaseLoader, StrictUndefined, TemplateNotFound, TemplateSyntaxError, nodes, pass_environment, pass_eval_context
 from jinja2.environment import TemplateModule
 from jinja2.exceptions import SecurityError, TemplateError, UndefinedError
+from jinja2.filters import do_replace, make_attrgetter, sync_do_join, sync_do_sum
 from jinja2.runtime import BlockReference, LoopContext, Macro, TemplateReference, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Cycler, Joiner, Namespace
@@ -121,6 +125,20 @@ class SandboxEnvironment(ImmutableSandboxedEnvironment):
             _check_widths(getattr(value, "__self__", ""))
         return wrapped
 
+    def call(__self, __context, __obj, *args, **kwargs):  # pylint: disable=no-self-argument
+        # what a method of a plain value would build is bounded before it is built (str.ljust(10**10), ...)
+        owner = getattr(__obj, "__self__", None)
+        if isinstance(owner, (str, bytes)) and getattr(__obj, "__name__", None) == "join" and args:
+            items = list(args[0])
+            _over(sum(len(x) for x in items if isinstance(x, (str, bytes))) + len(owner) * max(len(items) - 1, 0),
+                  __self.max_output, "join()")
+            args = (items, *args[1:])
+        else:
+            size = _call_size(__obj, args, kwargs)
+            if size is not None:
+                _over(size, __self.max_output, "%s()" % __obj.__name__)
+        return super(SandboxEnvironment, __self).call(__context, __obj, *args, **kwargs)
+
     def call_binop(self, context, operator, left, right):
         if operator == "*" and isinstance(right, (str, list, tuple)):
             left, right = right, left
@@ -150,6 +168,43 @@ def _check_widths(text):
                 raise Refused("the format %r asks for a width over %d" % (match.group(0), MAX_WIDTH))
 
 
+def _over(size, limit, what):
+    if size > limit:
+        raise Refused("%s would build a value larger than the template's output may be (%d characters)" % (what, limit))
+
+
+#: methods of strings whose first argument is the length of what they build
+_WIDTH_METHODS = frozenset(("ljust", "rjust", "center", "zfill"))
+
+
+def _call_size(method, args, kwargs):
+    """The size of what calling ``method`` (of a plain value) with ``args`` builds, for the methods whose arguments
+    make it large (a width, a tab size, a replacement, a byte count); else None."""
+    owner, name = getattr(method, "__self__", None), getattr(method, "__name__", None)
+    if isinstance(owner, (str, bytes)):
+        if name in _WIDTH_METHODS:
+            width = args[0] if args else kwargs.get("width")
+            return width if isinstance(width, int) else None
+        if name == "expandtabs":
+            tabsize = args[0] if args else kwargs.get("tabsize", 8)
+            tab = "\t" if isinstance(owner, str) else b"\t"
+            return len(owner) + owner.count(tab) * tabsize if isinstance(tabsize, int) else None
+        if name == "replace" and len(args) >= 2 and all(isinstance(a, type(owner)) for a in args[:2]):
+            return _replaced_size(owner, args[0], args[1], args[2] if len(args) > 2 else kwargs.get("count", -1))
+    if isinstance(owner, int) and not isinstance(owner, bool) and name == "to_bytes":
+        length = args[0] if args else kwargs.get("length", 1)
+        return length if isinstance(length, int) else None
+    return None
+
+
+def _replaced_size(text, old, new, count=-1):
+    """The length of ``text.replace(old, new, count)``, without building it."""
+    times = text.count(old) if old else len(text) + 1
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        times = min(times, count)
+    return len(text) + times * max(len(new) - len(old), 0)
+
+
 def _bounded_namespace(max_output):
     class BoundedNamespace(Namespace):
         """``namespace()``: a value stored in it is bounded like the template's output."""
@@ -166,11 +221,110 @@ def _bounded_namespace(max_output):
 _WIDTH_ARGS = {"center": (1,), "indent": (1,), "wordwrap": (1,), "batch": (1,), "slice": (1,), "truncate": ()}
 
 
+#: the largest indentation the serialising filters may use (a deep value repeats it on every line)
+MAX_INDENT = 64
+
+
 def _bounded_filters(filters):
     for name, positions in _WIDTH_ARGS.items():
         filters[name] = _bounded(filters[name], positions)
     filters["format"] = _bounded_format(filters["format"])
+    filters.update(join=_bounded_join, replace=_bounded_replace, indent=_bounded_indent(filters["indent"]), sum=_bounded_sum,
+                   flatten=_bounded_flatten(filters["flatten"]), regex_replace=_bounded_regex_replace(filters["regex_replace"]))
+    for name in ("to_json", "to_nice_json", "to_yaml", "to_nice_yaml"):
+        filters[name] = _bounded_indent_option(filters[name], name.startswith("to_nice"))
+    for name in list(filters):  # the same under ansible.builtin.<name>
+        if name.startswith("ansible.builtin.") and name[len("ansible.builtin."):] in filters:
+            filters[name] = filters[name[len("ansible.builtin."):]]
     return filters
+
+
+@pass_eval_context
+def _bounded_join(eval_ctx, value, d="", attribute=None):
+    items = list(value)
+    if attribute is not None:
+        items = [make_attrgetter(eval_ctx.environment, attribute)(item) for item in items]
+    _over(sum(len(x) if isinstance(x, str) else len(str(x)) for x in items) + len(str(d)) * max(len(items) - 1, 0),
+          eval_ctx.environment.max_output, "join")
+    return sync_do_join(eval_ctx, items, d)
+
+
+@pass_eval_context
+def _bounded_replace(eval_ctx, s, old, new, count=None):
+    _over(_replaced_size(str(s), str(old), str(new), -1 if count is None else count), eval_ctx.environment.max_output,
+          "replace")
+    return do_replace(eval_ctx, s, old, new, count)
+
+
+def _bounded_indent(function):
+    def bounded(s, width=4, first=False, blank=False):
+        lines = str(s).count("\n") + 1
+        _over(len(str(s)) + lines * (width if isinstance(width, int) else len(str(width))), _limit(), "indent")
+        return function(s, width, first, blank)
+    return bounded
+
+
+@pass_environment
+def _bounded_sum(environment, iterable, attribute=None, start=0):
+    items = list(iterable)
+    if attribute is not None:
+        items = [make_attrgetter(environment, attribute)(item) for item in items]
+    if isinstance(start, (list, tuple, str)):  # concatenation
+        _over(len(start) + sum(len(x) for x in items if isinstance(x, (list, tuple, str))), environment.max_output, "sum")
+    return sync_do_sum(environment, items, start=start)
+
+
+def _bounded_flatten(function):
+    def bounded(value, levels=None, skip_nulls=True):
+        _over(_leaves(value, None if levels is None else int(levels), _limit()), _limit(), "flatten")
+        return function(value, levels, skip_nulls)
+    return bounded
+
+
+def _leaves(value, levels, limit):
+    """How many items flattening ``value`` gives (counting stops past ``limit``)."""
+    count = 0
+    for element in value:
+        if isinstance(element, (list, tuple)) and (levels is None or levels >= 1):
+            count += _leaves(element, None if levels is None else levels - 1, limit - count)
+        else:
+            count += 1
+        if count > limit:
+            break
+    return count
+
+
+def _bounded_regex_replace(function):
+    def bounded(value="", pattern="", replacement="", ignorecase=False, multiline=False, count=0, mandatory_count=0):
+        text = str(value)
+        flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
+        times = 0
+        for times, _match in enumerate(re.finditer(pattern, text, flags), 1):
+            if count and times >= count:
+                break
+        # a group reference is at most its match, and the matches together at most the text
+        refs = len(re.findall(r"\\(?:\d|g<)", str(replacement)))
+        _over(len(text) + times * len(str(replacement)) + refs * len(text), _limit(), "regex_replace")
+        return function(value, pattern, replacement, ignorecase, multiline, count, mandatory_count)
+    return bounded
+
+
+def _bounded_indent_option(function, indent_first):
+    def bounded(value, *args, **kwargs):
+        indent = kwargs.get("indent", args[0] if args and indent_first else None)
+        if isinstance(indent, int) and not isinstance(indent, bool) and indent > MAX_INDENT:
+            raise Refused("an indentation over %d" % MAX_INDENT)
+        return function(value, *args, **kwargs)
+    return bounded
+
+
+#: the output limit of the template rendering in this thread (set by render_template for the filters that get no
+#: environment)
+_LIMIT = threading.local()
+
+
+def _limit():
+    return getattr(_LIMIT, "value", DEFAULT_VALUE_LIMIT)
 
 
 def _bounded(function, positions):
@@ -217,6 +371,9 @@ class ConfinedLoader(BaseLoader):
             if not _within(real, self.directory):
                 raise Refused("%r resolves outside the source's directory (a symbolic link?): a sandboxed template "
                               "includes only files under it" % name)
+            if _in_git_dir(os.path.relpath(real, self.directory).split(os.sep)):
+                raise Refused("%r resolves into a .git directory (a symbolic link?): a sandboxed template does not "
+                              "include it" % name)
             if self.max_size and os.path.getsize(real) > self.max_size:
                 raise Refused("%r is over the %d byte limit (max_file_size)" % (name, self.max_size))
             with open(real, "rb") as f:
@@ -241,7 +398,13 @@ def confinement_problem(name):
                 "by a relative path" % name)
     if ".." in name.split("/"):
         return "%r leaves the source's directory ('..'): a sandboxed template includes only files under it" % name
+    if _in_git_dir(name.split("/")):
+        return "%r is in a .git directory (git's own files, the checkout's): a sandboxed template does not include it" % name
     return None
+
+
+def _in_git_dir(parts):
+    return any(part.lower() == ".git" for part in parts)
 
 
 def _within(path, root):
@@ -308,6 +471,7 @@ def render_template(text, path, directory, variables, max_output):
     searchpath = [os.path.dirname(path)] + ([directory] if directory != os.path.dirname(path) else [])
     env = SandboxEnvironment(searchpath, directory, max_output)
     name = os.path.basename(path)
+    _LIMIT.value = env.max_output
     try:
         tree = env.parse(text, name, path)
         check_template(tree, path, variables)

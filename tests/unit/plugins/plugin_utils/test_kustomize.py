@@ -116,6 +116,7 @@ def test_the_default_command_writes_the_root_only_load_restrictor_out():
     ("https://example.com/x.yaml", True), ("http://127.0.0.1:8080/x", True), ("ssh://git@host/org/repo", True),
     ("git::https://host/org/repo", True), ("gh:org/repo", True), ("git@github.com:org/repo", True),
     ("github.com/org/repo//path", True), ("dev.azure.com/org/proj/_git/repo", True), ("file:///etc", True),
+    ("x@y/z.git?ref=v1", True), ("a+b.c@host.example/org/repo", True), ("u@h:org/repo", True),
     ("base", False), ("../base", False), ("overlays/prod", False), ("cm.yaml", False), ("my@file.yaml", False),
 ])
 def test_is_remote_as_kustomize_tells_a_remote_reference(reference, remote):
@@ -141,3 +142,80 @@ def test_kustomizes_output_is_bounded(tmp_path):
     write(tmp_path, {"k/kustomization.yaml": "resources: []\n"})
     err = render_error(tmp_path / "k", kustomize=[str(fake)], max_file_size=1000)
     assert err.problem == "kustomize's output is over the 8000 byte limit (8 times max_file_size): stopped it"
+
+
+#: what a hostile repository writes to reach the controller, and what the refusal says (remote references allowed
+#: or not)
+HOSTILE = {
+    # kustomize hands ?ref= to `git fetch` as an argument: an option runs a command on the controller
+    "ref-option": ("resources:\n- x@y/z.git?ref=--upload-pack=touch%20{mark}%3Bfalse\n", "would be read by git as an option"),
+    "ref-option-encoded": ("resources:\n- https://h.example/r.git?ref=%252D%252Dupload-pack=touch%20{mark}\n",
+                           "would be read by git as an option"),
+    "version-option": ("resources:\n- github.com/o/r//d?version=-oProxyCommand=touch%20{mark}\n",
+                       "would be read by git as an option"),
+    "file-url": ("resources:\n- file:///etc/kubernetes\n", "it names the controller's own files"),
+    "git-file-url": ("resources:\n- git::file:///srv/other-tenant.git\n", "it names the controller's own files"),
+}
+
+
+@pytest.mark.parametrize("remote", [False, True])
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_references_that_reach_the_controller_are_refused_even_where_remote_ones_are_allowed(tmp_path, case, remote):
+    mark = tmp_path / "PWNED"
+    text, said = HOSTILE[case]
+    write(tmp_path, {"repo/app/kustomization.yaml": text.format(mark=mark)})
+    err = render_error(tmp_path / "repo" / "app", root=str(tmp_path / "repo"), kustomize_remote=remote,
+                       kustomize=["/bin/sh", "-c", f"touch {mark}-ran"])  # never run
+    assert err.problem.startswith("app/kustomization.yaml: resources "), err.problem
+    assert said in err.problem and err.problem.endswith(": refused"), err.problem  # the danger named, allowed or not
+    assert not mark.exists() and not (tmp_path / "PWNED-ran").exists()
+
+
+@pytest.mark.parametrize("text, said", [
+    # kustomize reads these; the checks could not: a second document, a key twice, not YAML, not a mapping
+    ("resources: [cm.yaml]\n---\nresources: [../../other-tenant/app]\n", "holds 2 YAML documents"),
+    ("resources: [cm.yaml]\nresources: [../../other-tenant/app]\n", "the key 'resources' is written twice"),
+    ("resources: [cm.yaml\n", "is not YAML that can be checked"),
+    ("- resources\n", "is not a mapping of kustomization fields"),
+])
+def test_a_kustomization_the_checks_cannot_read_is_refused(tmp_path, text, said):
+    write(tmp_path, {"repo/app/kustomization.yaml": text, "repo/app/cm.yaml": CM.format(name="a")})
+    err = render_error(tmp_path / "repo" / "app", root=str(tmp_path / "repo"), kustomize=["/bin/false"])
+    assert err.problem.startswith("app/kustomization.yaml: ") and said in err.problem, err.problem
+    # a trailing document separator is no second document
+    write(tmp_path, {"repo/ok/kustomization.yaml": "resources: [cm.yaml]\n---\n", "repo/ok/cm.yaml": CM.format(name="a")})
+    K.check_tree(str(tmp_path / "repo" / "ok"), str(tmp_path / "repo"))
+
+
+def test_the_checkouts_git_directory_and_a_kustomization_linked_out_are_refused(tmp_path):
+    write(tmp_path, {"repo/.git/config": "[remote]\n", "repo/kustomization.yaml":
+                     "configMapGenerator:\n- name: g\n  files:\n  - .git/config\n", "other/kustomization.yaml": "resources: []\n"})
+    root = str(tmp_path / "repo")
+    with pytest.raises(K.KustomizationRefused, match=r"configMapGenerator '\.git/config' is in the checkout's \.git directory"):
+        K.check_tree(root, root)
+    os.makedirs(str(tmp_path / "repo" / "linked"))
+    os.symlink(str(tmp_path / "other" / "kustomization.yaml"), str(tmp_path / "repo" / "linked" / "kustomization.yaml"))
+    with pytest.raises(K.KustomizationRefused, match=r"linked/kustomization.yaml resolves outside the checkout"):
+        K.check_tree(str(tmp_path / "repo" / "linked"), root)
+
+
+def test_a_missing_reference_that_kustomize_could_read_as_a_repository_is_refused(tmp_path):
+    write(tmp_path, {"repo/app/kustomization.yaml": "resources:\n- weird::thing\n"})
+    with pytest.raises(K.KustomizationRefused, match="is not in the checkout"):
+        K.check_tree(str(tmp_path / "repo" / "app"), str(tmp_path / "repo"))
+    write(tmp_path, {"repo/app/kustomization.yaml": "resources:\n- missing.yaml\n"})  # kustomize says it is missing
+    K.check_tree(str(tmp_path / "repo" / "app"), str(tmp_path / "repo"))
+
+
+def test_kustomize_runs_without_the_connections_credentials_and_with_a_confined_git(tmp_path, monkeypatch):
+    monkeypatch.setenv("K8S_AUTH_API_KEY", "a-token")
+    monkeypatch.setenv("K8S_AUTH_KUBECONFIG", "/secret/kubeconfig")
+    fake = tmp_path / "fake-kustomize"
+    fake.write_text("#!/bin/sh\nenv > \"$0.env\"\nprintf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: fake}\\n'\n")
+    fake.chmod(0o755)
+    write(tmp_path, {"k/kustomization.yaml": "resources: []\n"})
+    assert names(R.render(str(tmp_path / "k"), kustomize=[str(fake)])) == ["fake"]
+    seen = dict(line.split("=", 1) for line in (tmp_path / "fake-kustomize.env").read_text().splitlines() if "=" in line)
+    assert "K8S_AUTH_API_KEY" not in seen and "K8S_AUTH_KUBECONFIG" not in seen
+    assert seen["GIT_ALLOW_PROTOCOL"] == "https:http:ssh:git" and seen["GIT_TERMINAL_PROMPT"] == "0"
+    assert seen["PATH"] == os.environ["PATH"]

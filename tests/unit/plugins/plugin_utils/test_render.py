@@ -542,7 +542,7 @@ def test_kustomize_output_is_validated(tmp_path):
 
 
 def test_kustomize_command_override_and_include(tmp_path):
-    write(tmp_path, {"k/kustomization.yaml": "whatever\n", "other/cm.yaml": CM.format(name="o")})
+    write(tmp_path, {"k/kustomization.yaml": "resources: []\n", "other/cm.yaml": CM.format(name="o")})
     fake = tmp_path / "fake-kustomize"
     fake.write_text("#!/bin/sh\nprintf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: fake}\\n'\n")
     fake.chmod(0o755)

@@ -25,6 +25,8 @@ def source(tmp_path):
         "outside.txt": SECRET + "\n",
     })
     os.symlink(str(tmp_path / "outside.txt"), str(tmp_path / "checkout" / "apps" / "link.inc"))
+    write(tmp_path, {"checkout/apps/.git/config": "[remote]\n"})
+    os.symlink(str(tmp_path / "checkout" / "apps" / ".git" / "config"), str(tmp_path / "checkout" / "apps" / "gitlink.inc"))
     return tmp_path / "checkout" / "apps"
 
 
@@ -102,6 +104,10 @@ ESCAPES = {
     "include-built-at-runtime": ("{% include '/etc/' ~ 'passwd' %}", "'/etc/passwd' is an absolute path"),
     "include-one-of": ("{% include ['data.inc', '/etc/hosts'] %}", "'/etc/hosts' is an absolute path"),
     "include-symlink-out": ("{% include 'link.inc' %}", "'link.inc' resolves outside the source's directory"),
+    # the checkout's own git files (the fetch URL, the run's token, the render cache)
+    "include-git": ("{% include '.git/config' %}", "'.git/config' is in a .git directory"),
+    "include-git-deeper": ("{% include 'sub/.GIT/FETCH_HEAD' %}", "'sub/.GIT/FETCH_HEAD' is in a .git directory"),
+    "include-git-link": ("{% include 'gitlink.inc' %}", "'gitlink.inc' resolves into a .git directory"),
     "import-absolute": ("{% import '/etc/passwd' as p %}", "'/etc/passwd' is an absolute path"),
     "from-import-parent": ("{% from '../../outside.txt' import x %}", "leaves the source's directory"),
     "extends-parent": ("{% extends '../../outside.txt' %}", "leaves the source's directory"),
@@ -208,6 +214,40 @@ def test_output_is_bounded(source):
     assert len(render(source, "{% for i in range(100) %}0123456789{% endfor %}", max_output=1000)) == 1000
     err = refusal(source, "{% for i in range(101) %}0123456789{% endfor %}", max_output=1000)
     assert "output is over the 1000 character limit (max_file_size)" in err.problem
+
+
+#: templates of a few dozen bytes that would build values of gigabytes (each refused before it is built)
+HUGE = {
+    "str.ljust": "{{ 'x'.ljust(10**10) }}", "str.rjust": "{{ 'x'.rjust(10**10) }}", "str.zfill": "{{ 'x'.zfill(10**10) }}",
+    "str.center": "{{ 'x'.center(10**10) }}", "str.expandtabs": "{{ ('\t' * 1000).expandtabs(10**8) }}",
+    "int.to_bytes": "{{ (1).to_bytes(10**10, 'big') }}", "str.replace": "{{ ('x' * 1000).replace('x', 'y' * 1000) }}",
+    "str.join": "{{ ''.join(['x' * 1000] * 1000) }}", "join": "{{ (['x' * 1000] * 1000) | join }}",
+    "join attribute": "{{ ([{'a': 'x' * 1000}] * 1000) | join(attribute='a') }}",
+    "replace": "{{ ('x' * 1000) | replace('x', 'y' * 1000) }}", "indent": "{{ ('\n' * 10000) | indent(1000) }}",
+    "sum": "{{ ([['x'] * 1000] * 1000) | sum(start=[]) | length }}", "flatten": "{{ ([['x'] * 1000] * 1000) | flatten | length }}",
+    "regex_replace": "{{ ('x' * 1000) | regex_replace('', 'y' * 1000) }}",
+    "regex_replace group": "{{ ('x' * 1000) | regex_replace('(x+)', '\\\\1' * 200) }}",
+}
+
+
+@pytest.mark.parametrize("case", sorted(HUGE))
+def test_what_would_build_a_huge_value_is_refused_before_it_is_built(source, case):
+    err = refusal(source, HUGE[case], max_output=100000)
+    assert "would build a value larger than the template's output may be (100000 characters)" in err.problem, err.problem
+
+
+def test_serialising_filters_take_a_bounded_indentation(source):
+    assert "an indentation over 64" in refusal(source, "{{ {'a': {'b': 1}} | to_nice_json(indent=100000) }}").problem
+    assert "an indentation over 64" in refusal(source, "{{ {'a': 1} | to_yaml(indent=65) }}").problem
+    assert render(source, "{{ {'a': 1} | to_nice_json(2) }}") == '{\n  "a": 1\n}'
+
+
+def test_the_same_calls_within_bounds_render(source):
+    text = ("{{ 'a'.ljust(3) }}|{{ ['a', 'b'] | join(',') }}|{{ [{'n': 'a'}, {'n': 'b'}] | join('-', attribute='n') }}|"
+            "{{ 'abc'.replace('b', 'xy') }}|{{ 'abc' | replace('b', 'z') }}|{{ 'abc' | regex_replace('(b)', '[\\\\1]') }}|"
+            "{{ [[1], [2]] | sum(start=[]) }}|{{ [[1, [2]], 3] | flatten }}|{{ 'a\nb' | indent(2, true) }}|"
+            "{{ '-'.join(['x', 'y']) }}|{{ '7'.zfill(3) }}|{{ ('x' * 1000) | regex_replace('(x{50})', '\\\\1' * 10) | length }}")
+    assert render(source, text) == "a  |a,b|a-b|axyc|azc|a[b]c|[1, 2]|[1, 2, 3]|  a\n  b|x-y|007|10000"
 
 
 def test_variables_are_plain_values():
