@@ -275,29 +275,37 @@ class ActionModule(ActionBase):
     # -- stacks named otherwise before 0.2.0: taken over once (plugin_utils/rename.py) -------------
 
     def _record(self, name, source, params, task_vars):
-        """``(read, record)`` of stack ``name`` with ``source``'s connection (``stack_info``; ``{}``: no record)."""
+        """``(record or None, error message or None)`` of stack ``name`` with ``source``'s connection (``stack_info``;
+        ``{}``: no record)."""
         args = sp.stack_args(dict(source, stack=name, state="absent"), "", None, params, "prune")
         res = self._run_stack(dict((k, v) for k, v in args.items() if k in STACK_INFO.argument_spec), task_vars,
                               STACK_INFO)
         if res.get("failed"):
-            self._say(source["stack"], "cannot read the record of stack %s, so the stack of this source's name before "
-                                       "0.2.0 is not taken over: %s" % (name, res.get("msg")))
-            return False, None
-        return True, res.get("record") or {}
+            return None, res.get("msg") or "failed"
+        return res.get("record") or {}, None
 
     def _take_overs(self, prepared, params, task_vars):
-        """``{legacy name: [source]}``: the legacy stacks this run takes over (:func:`.rename.takes_over`)."""
-        out = {}
+        """``({legacy name: [source]}, {stack: (line, unreachable, seconds)})``: the legacy stacks this run takes over
+        (:func:`.rename.takes_over`), and why the legacy stack of a source could not be looked up: the line said if the
+        source's own run does not fail (the same connection fails it, with its own message), the error if it is that
+        the cluster could not be reached (else None), and the seconds it took."""
+        out, unread = {}, {}
         if self._approved is not None:  # the plan lists no deletion of a legacy stack: its take-over waits
-            return out
+            return out, unread
         for legacy, sources in rn.renames([p[0] for p in prepared if not p[3]]).items():
-            read, old = self._record(legacy, sources[0], params, task_vars)
-            if not read or not old:
+            started = time.monotonic()
+            old, error = self._record(legacy, sources[0], params, task_vars)
+            if error is not None:
+                unreachable = error if error.startswith("cannot reach ") else None
+                for s in sources:
+                    unread[s["stack"]] = (rn.unread_line(legacy, error), unreachable, time.monotonic() - started)
+                continue
+            if not old:
                 continue
             news = [self._record(s["stack"], s, params, task_vars) for s in sources]
-            if all(r and rn.takes_over(old, new) for r, new in news):
+            if all(error is None and rn.takes_over(old, new) for new, error in news):
                 out[legacy] = sources
-        return out
+        return out, unread
 
     def _take_over(self, legacy, sources, params, task_vars, results):
         """Delete the legacy stack once its sources applied and pruned; its outcome goes to their results."""
@@ -332,7 +340,11 @@ class ActionModule(ActionBase):
 
     def _sync(self, prepared, params, task_vars):
         depended_on = sp.dependents([p[0] for p in prepared])
-        take_overs = self._take_overs(prepared, params, task_vars)
+        take_overs, unread = self._take_overs(prepared, params, task_vars)
+        for i, (source, commit, resources, error) in enumerate(prepared):
+            _line, unreachable, _seconds = unread.get(source["stack"], (None, None, 0.0))
+            if unreachable and not error:  # its cluster could not be reached: its run would try as long again
+                prepared[i] = (source, commit, resources, unreachable)
         declarations = dict((s["stack"], sp.declared(r)) for s, _c, r, e in prepared if s["state"] == "present" and not e)
         done, results, seconds, others_of = {}, {"apply": {}, "prune": {}}, {}, {}
         step = sp.next_step(prepared, done)
@@ -353,10 +365,14 @@ class ActionModule(ActionBase):
             res = self._run_stack(dict(args, **plans.stack_plan_args(self._approved, stack, self._emitting)),
                                   task_vars, announce=self._announcer(step.source, step.commit, step.resources, wait))
             took = time.monotonic() - started
+            if stack in unread and stack not in seconds:  # its connection was tried first then
+                took += unread[stack][2]
             seconds[stack] = seconds.get(stack, 0.0) + took
             results[step.stage][stack] = res
             done.setdefault(stack, {})[step.stage] = sp.FAILED if res.get("failed") else sp.DONE
             self._say(stack, report.outcome_line(stack, res, took, step.phase, self._task.check_mode))
+            if not res.get("failed") and step.stage == "apply" and stack in unread:
+                self._say(stack, unread[stack][0])
             step = sp.next_step(prepared, done)
         self._results = results
         phase_all = sp.single_run(prepared)
@@ -364,7 +380,8 @@ class ActionModule(ActionBase):
         for legacy, sources in take_overs.items() if not failed else ():
             self._take_over(legacy, sources, params, task_vars, results["apply"] if phase_all else results["prune"])
         return [sp.stack_entry(s, commit, len(resources or []), results["apply"].get(s["stack"]),
-                               results["prune"].get(s["stack"]), phase_all=phase_all, seconds=seconds.get(s["stack"], 0.0),
+                               results["prune"].get(s["stack"]), phase_all=phase_all,
+                               seconds=seconds.get(s["stack"], unread.get(s["stack"], (None, None, 0.0))[2]),
                                blocked=sp.blocked_by(s, failed) if s["stack"] not in results["apply"] else None,
                                error=error, health_waited=bool(params.get("wait")) or s["stack"] in depended_on)
                 for s, commit, resources, error in prepared]

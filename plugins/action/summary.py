@@ -41,7 +41,7 @@ class ActionModule(ActionBase):
         for host in hosts:
             entries = report.host_entries(hostvars, host, params["results"])
             clusters.append((host, list(entries) if isinstance(entries, list) else None, host not in active))
-        display.display("\n".join(report.fleet_lines(clusters)))
+        display.display("\n".join(report.fleet_lines(clusters, bool(self._task.check_mode))))
         data = report.fleet_stats(clusters)
         result.update(changed=False, clusters=[dict(zip(report.FLEET_COLUMNS, cells), failed=failed)
                                                for failed, cells in report.fleet_rows(clusters)],

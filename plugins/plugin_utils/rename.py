@@ -80,6 +80,13 @@ def renamed_result(result, legacy, absent):
     return out
 
 
+def unread_line(legacy, error):
+    """The line printed when the record of ``legacy`` (a source's stack name before 0.2.0) could not be read, though
+    the source's own run went on: nothing of that stack was taken over."""
+    return ("could not look for stack %s (this source's stack name before 0.2.0) to take it over: %s; if you synced "
+            "this source with a release before 0.2.0, the next run takes it over" % (legacy, error))
+
+
 def rename_line(legacy, absent, check_mode=False):
     """The line printed once when a stack took over its legacy stack ``legacy`` (``absent``: None in check mode)."""
     if check_mode:

@@ -297,7 +297,7 @@ def stack_args(source, commit, resources, params, phase, wait=False, environ=Non
     if len(known) > 1:  # where a source's credentials may not list records cluster-wide, it reads these
         args["record_namespaces"] = sorted(known | set(params.get("record_namespaces") or ()))
     args.update(name=source["stack"], state=source["state"], prune=source["prune"], source=source["source_id"])
-    if others:
+    if others is not None:  # even none: the stack knows it is a sources run, and that the run writes nothing else
         args["other_sources"] = others
     if source["namespace"]:
         args["namespace"] = source["namespace"]

@@ -228,17 +228,19 @@ def fleet_rows(clusters):
     return [r for r in rows if r[0]] + [r for r in rows if not r[0]]
 
 
-def fleet_lines(clusters):
-    """The fleet summary: a headline, then (for more than one cluster) the table of :func:`fleet_rows`."""
+def fleet_lines(clusters, check_mode=False):
+    """The fleet summary: a headline, then (for more than one cluster) the table of :func:`fleet_rows`. In check mode
+    the clusters were checked, not synced."""
     rows = fleet_rows(clusters)
     stacks = sum(len(entries or []) for _name, entries, _failed in clusters)
     failed = [name for name, _e, _f in clusters if name in set(cells[0] for bad, cells in rows if bad)]
     counted = "%d cluster%s" % (len(clusters), "" if len(clusters) == 1 else "s")
+    done = "checked (check mode: nothing was changed)" if check_mode else "synced"
     if failed:
-        head = "stacksync: %d of %s failed (%s), %d synced" % (
-            len(failed), counted, ", ".join(failed), len(clusters) - len(failed))
+        head = "stacksync: %d of %s failed (%s), %d %s" % (
+            len(failed), counted, ", ".join(failed), len(clusters) - len(failed), done)
     else:
-        head = "stacksync: %s synced (%d stack%s)" % (counted, stacks, "" if stacks == 1 else "s")
+        head = "stacksync: %s %s (%d stack%s)" % (counted, done, stacks, "" if stacks == 1 else "s")
     if len(clusters) < 2:
         return [head]
     body = table([tuple(c.upper() for c in FLEET_COLUMNS)] + [cells for _failed, cells in rows], left=(0, 1, 2, 3))

@@ -241,8 +241,9 @@ def test_what_check_mode_cannot_validate_is_listed_with_the_reason(admin, cleanu
     listed = {(e["kind"], e["name"]): e.get("not_validated") for e in r.applied}
     assert listed[("Gadget", "g")].startswith("its kind is served by a CustomResourceDefinition this sync creates")
     assert listed[("Pod", "p")] == (f"it runs as ServiceAccount {ns}/runner, which this sync creates: the server cannot check it "
-                                    "before")
-    assert listed[("ConfigMap", "elsewhere")] == f"its namespace later-{s} does not exist (yet: another source may create it)"
+                                    "before that ServiceAccount exists")
+    assert listed[("ConfigMap", "elsewhere")] == (f"its namespace later-{s} does not exist (yet: another task or source may "
+                                                  "create it)")
     assert listed[("ConfigMap", "checked")] is None and listed[("ServiceAccount", "runner")] is None
     assert any(w.startswith("check mode could not validate 3 object(s) with the server") for w in r.warnings), r.warnings
     assert {e["action"] for e in r.applied} == {"created"}

@@ -87,3 +87,50 @@ def test_a_dead_server_through_the_role(tmp_path):
     assert run.rc != 0, run.tail()
     assert f"cannot reach https://127.0.0.1:{port}: connection refused (6 tries in " in run.output, run.tail()
     assert not [word for word in INTERNALS if word in run.output], run.tail()
+
+
+@pytest.fixture
+def refusing_server():
+    """An API server stand-in that refuses every request's credentials (401, as kube-apiserver says it)."""
+    class Refuse(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}'
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_PATCH = do_POST = do_PUT = do_DELETE = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield httpd.server_address[1]
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_refused_credentials_say_so(tmp_path, refusing_server):
+    result = stack_result(tmp_path, f"http://127.0.0.1:{refusing_server}")
+    assert result["failed"] is True
+    assert "401 Unauthorized: Unauthorized (the server did not accept the credentials" in result["msg"], result["msg"]
+
+
+def test_a_dead_server_through_the_role_with_a_default_stack_name(tmp_path):
+    """No word of a stack the user never had (the legacy name's lookup), one failure, its time counted."""
+    port = closed_port()
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("deploy/c1.yml", configmap("c1", "default", {"k": "v"}))
+    repo.commit("c1")
+    inventory = write_inventory(tmp_path / "clusters.yml", {"cluster": {"stacksync_kubeconfig": kubeconfig(tmp_path, f"https://127.0.0.1:{port}")}})
+    run = run_playbook(inventory, {"stacksync_cache_dir": str(tmp_path / "cache"), "stacksync_repo": repo.url,
+                                   "stacksync_path": "deploy"})
+    assert run.rc != 0, run.tail()
+    lines = [line for line in run.stdout.splitlines() if line.startswith("stacksync [cluster] stack ")]
+    assert len(lines) == 1 and f"FAILED: cannot reach https://127.0.0.1:{port}: connection refused (6 tries in " in lines[0], lines
+    assert "0.2.0" not in run.output, run.tail()
+    row = next(line.split() for line in run.stdout.splitlines() if "FAILED (pruning not run)" in line)
+    assert float(row[-5]) >= 1.0, row  # the seconds its connection was tried (before: 0.0)

@@ -385,3 +385,30 @@ def test_check_mode_of_an_object_moving_between_sources_shows_no_prune(env, kube
     run = sync(tmp_path, inventory, sources)  # the real run moves it: nothing pruned
     assert run.rc == 0 and "pruned ConfigMap" not in run.stdout, run.tail()
     assert client.get(f"/api/v1/namespaces/{ns}/configmaps/moving")["metadata"]["uid"] == uid
+
+
+def test_check_mode_fails_as_the_run_does_for_a_namespace_no_earlier_source_creates(env, kube):
+    tmp_path, suffix, _client, inventory, cleanup = env
+    ns, typo = f"made-{suffix}", f"mdae-{suffix}"
+    base, apps = GitRepo(tmp_path / "base"), GitRepo(tmp_path / "apps")
+    base.write("ns.yaml", namespace(ns))
+    base.commit("base")
+    apps.write("app.yaml", configmap("app", ns, {"k": "1"}))
+    apps.write("typo.yaml", configmap("typo", typo, {"k": "1"}))
+    apps.commit("apps")
+    cleanup.append(f"/api/v1/namespaces/{ns}")
+    sources = [{"repo": base.url, "stack": f"base-{suffix}"},
+               {"repo": apps.url, "stack": f"apps-{suffix}", "depends_on": [f"base-{suffix}"]}]
+    check = sync(tmp_path, inventory, sources, "--check")
+    run = sync(tmp_path, inventory, sources)
+    assert check.rc != 0 and run.rc != 0, (check.tail(), run.tail())
+    # the same error, naming the object and its file; the namespace the earlier source creates is no error
+    error = f'ConfigMap {typo}/typo (from typo.yaml#0): apply failed: 404 NotFound: namespaces "{typo}" not found'
+    for r in (check, run):
+        lines = said(r, f"apps-{suffix}")
+        assert any(error in line for line in lines) and not any(f"ConfigMap {ns}/app (" in line for line in lines), lines
+    apps.remove("typo.yaml")
+    apps.commit("fixed")
+    check = sync(tmp_path, inventory, sources, "--check")
+    assert check.rc == 0, check.tail()
+    assert sync(tmp_path, inventory, sources).rc == 0

@@ -150,8 +150,8 @@ class Applier(Verb):
         if fields:
             return None, None, ("%s: cannot change immutable field(s) %s (set %s or the "
                                 "stacksync.io/recreate-on-immutable annotation to delete and recreate it): %s"
-                                % (d.oid, ", ".join(fields), option("recreate_on_immutable"), api_message(d, e.message)))
-        return None, None, "%s: apply failed: %s" % (d.oid, api_message(d, e.describe()))
+                                % (d.named(), ", ".join(fields), option("recreate_on_immutable"), api_message(d, e.message)))
+        return None, None, "%s: apply failed: %s" % (d.named(), api_message(d, e.describe()))
 
     def recreate(self, d, path, fields):
         try:
@@ -159,13 +159,13 @@ class Applier(Verb):
         except ApiError as e:
             if not e.is_not_found:
                 return None, None, "%s: immutable field(s) %s changed and delete failed: %s" % (
-                    d.oid, ", ".join(fields), api_message(d, e.describe()))
+                    d.named(), ", ".join(fields), api_message(d, e.describe()))
         if wait_gone(self.client, [(path, d.oid)], self.opts.wait_timeout, self.opts.poll_interval):
-            return None, None, "%s: timed out waiting for the old object to go away before recreating it" % (d.oid,)
+            return None, None, "%s: timed out waiting for the old object to go away before recreating it" % (d.named(),)
         try:
             obj = self.client.apply(path, d.manifest, self.opts.field_manager, force=self.opts.force_conflicts)
         except ApiError as e:
-            return None, None, "%s: recreate failed: %s" % (d.oid, api_message(d, e.describe()))
+            return None, None, "%s: recreate failed: %s" % (d.named(), api_message(d, e.describe()))
         return C.CONFIGURED, obj, None
 
     @gc_paused
@@ -303,8 +303,13 @@ def _by_stack(shared):
 
 
 def takeover_warning(other, stack, names, limit=5):
-    """One warning per stack that loses objects to ``stack``, naming the first ``limit`` of them."""
+    """One warning per stack that loses objects to ``stack``, naming the first ``limit`` of them, and what to do when
+    that stack is gone (a source whose repository, path or name changed: its record would keep what this stack later
+    stops declaring, :mod:`.prune` releases it to that stack instead of deleting it)."""
+    advice = ("; if stack %r is no longer synced (its repository, path or stack name changed), delete it with state "
+              "absent (it deletes only what still carries its label): while its record declares %s, what stack %r "
+              "stops declaring is released to it, not pruned" % (other, "it" if len(names) == 1 else "them", stack))
     if len(names) == 1:
-        return "%s belonged to stack %r; stack %r takes it over" % (names[0], other, stack)
+        return "%s belonged to stack %r; stack %r takes it over%s" % (names[0], other, stack, advice)
     shown = "; ".join(names[:limit]) + ("; and %d more" % (len(names) - limit) if len(names) > limit else "")
-    return "%d objects belonged to stack %r; stack %r takes them over: %s" % (len(names), other, stack, shown)
+    return "%d objects belonged to stack %r; stack %r takes them over: %s%s" % (len(names), other, stack, shown, advice)

@@ -9,7 +9,9 @@ in stand-ins (:mod:`.standin`). What the server cannot validate before the run i
 
 * a custom resource whose CustomResourceDefinition the same sync creates (the kind is not served yet);
 * an object of a namespace that has no stand-in (:meth:`.standin.StandIns.reason`), or whose own dry run failed;
-* an object of a namespace that does not exist and that the sync does not create (another source may);
+* an object of a namespace that does not exist and that the sync does not create, when another task may create it
+  (the stack module on its own), or when a source of the same ``stacksync.k8s.sources`` run applied before it does
+  (else its refusal is the run's: nothing creates the namespace);
 * a Pod naming a ServiceAccount the same sync creates (ServiceAccount admission looks it up), or in a stand-in the
   ``default`` one the namespace gets once created;
 * an object the server refuses to dry-run (``does not support dry run``: a webhook with side effects, which only
@@ -29,22 +31,31 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.engine.standin impor
 
 SA_GK = ("", "ServiceAccount")
 _SA_MISSING = re.compile(r'error looking up service account ([^/\s]+)/([^:\s]+): serviceaccount "[^"]+" not found')
-CRD_FIRST = "its kind is served by a CustomResourceDefinition this sync creates: the server cannot check it before"
+CRD_FIRST = ("its kind is served by a CustomResourceDefinition this sync creates: the server cannot check it before the "
+             "definition exists")
 
 
-def dry_run_gap(d, error, created, in_standin):
+def dry_run_gap(d, error, created, in_standin, run_sources=None):
     """Why a dry-run refusal ``error`` of desired ``d`` does not say the run would fail (a reason to list it as not
-    validated), or None. ``created``: ``{(namespace, name)}`` of the ServiceAccounts this sync creates."""
+    validated), or None. ``created``: ``{(namespace, name)}`` of the ServiceAccounts this sync creates.
+    ``run_sources``: the other sources of a ``stacksync.k8s.sources`` run (:class:`.run_sources.RunSources`): a
+    namespace that none of those applied before this stack creates is missing in the run too."""
     message = error.message or ""
     if "does not support dry run" in message:
         return "the server cannot dry-run it: %s" % message
     found = _SA_MISSING.search(message)
     if found and ((found.group(1), found.group(2)) in created or (in_standin and found.group(2) == "default")):
-        return ("it runs as ServiceAccount %s/%s, which %s: the server cannot check it before"
+        return ("it runs as ServiceAccount %s/%s, which %s: the server cannot check it before %s exists"
                 % (found.group(1), found.group(2), "this sync creates" if found.group(2) != "default" else
-                   "the namespace gets once created"))
+                   "the namespace gets once created", "that ServiceAccount" if found.group(2) != "default" else
+                   "the namespace"))
     if error.is_not_found and d.oid.namespace and ('namespaces "%s" not found' % d.oid.namespace) in message:
-        return "its namespace %s does not exist (yet: another source may create it)" % d.oid.namespace
+        if run_sources is None or not run_sources.known:  # a task of its own: an earlier task may create it
+            return "its namespace %s does not exist (yet: another task or source may create it)" % d.oid.namespace
+        maker = run_sources.namespace_made_before(d.oid.namespace)
+        if maker is not None:
+            return "its namespace %s does not exist yet: %s, applied before this stack, creates it" % (
+                d.oid.namespace, maker.named())
     return None
 
 
@@ -113,7 +124,7 @@ class DryRuns(Verb):
     def refused(self, d, error, standin):
         """``(error as the run would tell it, reason it is no refusal of the run or None)``."""
         error = translate(error, standin, d.oid.namespace) if standin else error
-        return error, dry_run_gap(d, error, self.creates, standin is not None)
+        return error, dry_run_gap(d, error, self.creates, standin is not None, self.opts.run_sources)
 
     def skip(self, d, live, reason):
         """The apply result of ``d`` listed as not validated."""

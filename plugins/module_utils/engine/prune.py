@@ -314,4 +314,5 @@ class Pruner(Verb):
             return
         changeset.add(oid, live_api_version(obj, info), C.RELEASED, C.PHASE_PRUNE, stack=other)
         changeset.warn("%s is no longer in stack %r but stack %r (record in namespace %s) still declares it: released "
-                       "to it, not deleted" % (oid, self.opts.stack, other, bound))
+                       "to it, not deleted (if stack %r is no longer synced, delete it with state absent: it then deletes "
+                       "what it was released)" % (oid, self.opts.stack, other, bound, other))

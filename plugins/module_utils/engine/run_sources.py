@@ -151,6 +151,8 @@ class RunSources:
     """The other sources of the run, from the ``other_sources`` option (``None``: not a sources run)."""
 
     def __init__(self, entries=None, default_namespace="default"):
+        #: a sources run (``entries`` given, even empty): what its other sources declare is all that the run writes
+        self.known = entries is not None
         self.sources = []  # [(Claim, _Declared)] of the sources that claim something, in the run's order
         self.unknown = {}  # stack -> Claim of the sources whose declared set is unknown (not rendered)
         for entry in entries or []:
@@ -173,6 +175,11 @@ class RunSources:
     def claims(self, oid):
         """The claims of the other sources on ``oid``, in the run's order."""
         return [claim for claim, declared in self.sources if oid in declared.ids]
+
+    def namespace_made_before(self, name):
+        """The claim of a source of the run applied before this one that declares Namespace ``name`` (it exists by
+        this stack's apply), or None."""
+        return next((claim for claim in self.claims(ObjectId("", "Namespace", "", name)) if claim.earlier), None)
 
     def declared(self, records=None):
         """``{identity digest: [stack]}`` (a :class:`DeclaredElsewhere`): what this run's other sources declare,

@@ -80,6 +80,11 @@ def _tls_refused(error):
     return isinstance(error, urllib3.exceptions.SSLError) and ("certificate verify failed" in text or "wrong version number" in text)
 
 
+#: what a 401 means, added to the server's own words (it says "Unauthorized" and nothing else)
+UNAUTHORIZED_HINT = (" (the server did not accept the credentials: check the token, client certificate or credential "
+                     "plugin of the kubeconfig's user or of the connection options, and whether they expired)")
+
+
 class ApiError(Exception):
     """An API request failed. ``status`` is the HTTP status (0 for connection errors)."""
 
@@ -95,7 +100,10 @@ class ApiError(Exception):
     def describe(self):
         if not self.status:  # no answer from the server (connection, TLS, credentials): the message says it all
             return self.message or self.reason or "(no message)"
-        return "%s %s: %s" % (self.status, self.reason or "Error", self.message or "(no message)")
+        text = "%s %s: %s" % (self.status, self.reason or "Error", self.message or "(no message)")
+        if self.status == 401:  # the server says no more than "Unauthorized"
+            text += UNAUTHORIZED_HINT
+        return text
 
     @property
     def is_not_found(self):

@@ -259,7 +259,9 @@ def test_stack_args_carry_the_owning_source_the_prune_option_and_the_other_sourc
     # the source identity is credential-free and one for every spelling of the repository
     assert args["source"] == "git.example.com/Org/Apps#manifests" and "tok" not in args["source"]
     assert args["prune"] is False and args["other_sources"] is others
-    assert "other_sources" not in sp.stack_args(s, "c", [], PARAMS, "apply", others=[])
+    # a sources run of one source says so (nothing else of the run writes), a lookup outside the run does not
+    assert sp.stack_args(s, "c", [], PARAMS, "apply", others=[])["other_sources"] == []
+    assert "other_sources" not in sp.stack_args(s, "c", [], PARAMS, "apply")
 
 
 # -- the schedule (next_step) -------------------------------------------------------------------------

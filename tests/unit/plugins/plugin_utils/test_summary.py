@@ -165,6 +165,7 @@ def test_the_fleet_summary_says_which_clusters_failed_then_shows_the_table():
     assert lines[2].startswith("  b ") and lines[2].endswith("FAILED: no way")
     ok = [("a", fleet()[0][1], False)]
     assert report.fleet_lines(ok) == ["stacksync: 1 cluster synced (1 stack)"]  # one cluster: its table is above
+    assert report.fleet_lines(ok, check_mode=True) == ["stacksync: 1 cluster checked (check mode: nothing was changed) (1 stack)"]
 
 
 def test_the_fleet_stats_hold_every_cluster_and_the_failures():

@@ -17,15 +17,19 @@ def desired(name, ignored=False):
 
 def test_one_object_taken_over_is_named_alone():
     assert a.takeover_warning("old", "new", ["ConfigMap apps/a"]) == (
-        "ConfigMap apps/a belonged to stack 'old'; stack 'new' takes it over")
+        "ConfigMap apps/a belonged to stack 'old'; stack 'new' takes it over; if stack 'old' is no longer synced (its "
+        "repository, path or stack name changed), delete it with state absent (it deletes only what still carries its "
+        "label): while its record declares it, what stack 'new' stops declaring is released to it, not pruned")
 
 
 def test_many_objects_taken_over_make_one_warning_with_the_first_names():
     names = [f"ConfigMap apps/c{i}" for i in range(8)]
     assert a.takeover_warning("old", "new", names) == (
         "8 objects belonged to stack 'old'; stack 'new' takes them over: ConfigMap apps/c0; ConfigMap apps/c1; "
-        "ConfigMap apps/c2; ConfigMap apps/c3; ConfigMap apps/c4; and 3 more")
-    assert a.takeover_warning("old", "new", names[:2]).endswith("takes them over: ConfigMap apps/c0; ConfigMap apps/c1")
+        "ConfigMap apps/c2; ConfigMap apps/c3; ConfigMap apps/c4; and 3 more; if stack 'old' is no longer synced (its "
+        "repository, path or stack name changed), delete it with state absent (it deletes only what still carries its "
+        "label): while its record declares them, what stack 'new' stops declaring is released to it, not pruned")
+    assert "takes them over: ConfigMap apps/c0; ConfigMap apps/c1; if stack" in a.takeover_warning("old", "new", names[:2])
 
 
 def test_shared_objects_warn_once_per_stack_that_loses_objects():
@@ -33,7 +37,7 @@ def test_shared_objects_warn_once_per_stack_that_loses_objects():
     snap = SimpleNamespace(others={o.oid: stack for o, stack in zip(objs, ["x", "y", "x", "x"])})
     changeset = ChangeSet()
     a.shared_objects(objs, snap, SimpleNamespace(fail_on_shared=False, stack="s"), changeset)
-    assert changeset.warnings == [
+    assert [w.split("; if stack")[0] for w in changeset.warnings] == [
         "2 objects belonged to stack 'x'; stack 's' takes them over: ConfigMap apps/a; ConfigMap apps/c",
         "ConfigMap apps/b belonged to stack 'y'; stack 's' takes it over",
     ]

@@ -269,3 +269,10 @@ def test_header_pairs_put_credentials_over_the_clients_own_headers_whatever_thei
     assert client.header_pairs("application/yaml", "application/apply-patch+yaml")[-3:] == [
         ("Accept", "application/yaml"), ("Authorization", "Bearer t2"), ("Content-Type", "application/apply-patch+yaml")]
     assert KubeClient("https://127.0.0.1:1").header_pairs() == [("Accept", "application/json")]
+
+
+def test_a_401_says_the_credentials_were_refused():
+    assert ApiError(401, "Unauthorized", "Unauthorized").describe() == (
+        "401 Unauthorized: Unauthorized (the server did not accept the credentials: check the token, client certificate "
+        "or credential plugin of the kubeconfig's user or of the connection options, and whether they expired)")
+    assert ApiError(403, "Forbidden", "no").describe() == "403 Forbidden: no"
