@@ -93,52 +93,72 @@ def find_kustomization(names):
     return None
 
 
-def _inline(entry):
-    """True for an entry that is YAML written in place (an inline patch or generator config), not a path."""
-    return "\n" in entry or entry.lstrip()[:1] in ("{", "[")
+#: Fields whose entries may be YAML written in place (an inline patch, generator or transformer config), not a path
+_INLINE_FIELDS = ("patchesStrategicMerge", "generators", "transformers", "validators")
+
+
+def _inline(field, entry):
+    """True for an entry of ``field`` that is YAML written in place (lines of it), not a path: only where kustomize
+    reads one. A one-line entry is checked as a path (``[x]/../..`` is one; a flow mapping names nothing that exists)."""
+    return field in _INLINE_FIELDS and "\n" in entry.strip()
+
+
+def _get(mapping, name):
+    """Every value of ``mapping`` under a key that is ``name`` to kustomize: it decodes a kustomization as Go's
+    encoding/json does, which matches field names without regard to case (Unicode case folding included:
+    ``Resources``, ``RESOURCES`` and ``re\\u017fources`` (a long s) are ``resources``). ``[]`` if none."""
+    if not isinstance(mapping, dict):
+        return []
+    folded = name.casefold()
+    return [v for k, v in mapping.items() if isinstance(k, str) and k.casefold() == folded]
+
+
+def _strings(values):
+    """The strings among ``values`` (a field's values, each a string or a list)."""
+    out = []
+    for value in values:
+        out.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str))
+    return out
+
+
+def _items(mapping, name):
+    """The entries of the list field(s) ``name`` of ``mapping`` (:func:`_get`)."""
+    return [entry for value in _get(mapping, name) for entry in _entries(value)]
 
 
 def _generator_files(generator):
     """The files a ``configMapGenerator`` / ``secretGenerator`` entry reads: ``files`` (``key=path`` or
     ``path``), ``envs``, the deprecated ``env``."""
-    files = []
-    for entry in generator.get("files") or []:
-        if isinstance(entry, str):
-            files.append(entry.split("=", 1)[1] if "=" in entry else entry)
-    files.extend(e for e in (generator.get("envs") or []) if isinstance(e, str))
-    if isinstance(generator.get("env"), str):
-        files.append(generator["env"])
-    return files
+    files = [entry.split("=", 1)[1] if "=" in entry else entry for entry in _strings(_get(generator, "files"))]
+    return files + _strings(_get(generator, "envs")) + _strings(_get(generator, "env"))
 
 
 def references(data):
     """``(field, reference, kind)`` for every path or URL a kustomization's ``data`` names; ``kind`` is
-    ``"base"`` (a kustomization directory or a file), ``"file"`` or ``"remote"`` (always the network)."""
+    ``"base"`` (a kustomization directory or a file), ``"file"`` or ``"remote"`` (always the network). Field names
+    are matched as kustomize matches them (:func:`_get`)."""
     refs = []
     for field, kind in _LIST_FIELDS.items():
-        for entry in _entries(data.get(field)):
-            if isinstance(entry, str) and entry.strip() and not _inline(entry):
+        for entry in _items(data, field):
+            if isinstance(entry, str) and entry.strip() and not _inline(field, entry):
                 refs.append((field, entry.strip(), kind))
     for field in _PATH_FIELDS:
-        for entry in _entries(data.get(field)):
-            if isinstance(entry, dict) and isinstance(entry.get("path"), str):
-                refs.append((field, entry["path"], "file"))
-    openapi = data.get("openapi")
-    if isinstance(openapi, dict) and isinstance(openapi.get("path"), str):
-        refs.append(("openapi", openapi["path"], "file"))
+        for entry in _items(data, field):
+            refs.extend((field, path, "file") for path in _strings(_get(entry, "path")))
+    for openapi in _get(data, "openapi"):
+        refs.extend(("openapi", path, "file") for path in _strings(_get(openapi, "path")))
     for field in _GENERATORS:
-        for entry in _entries(data.get(field)):
-            if isinstance(entry, dict):
-                refs.extend((field, path, "file") for path in _generator_files(entry))
-    for entry in _entries(data.get("helmCharts")):
-        if isinstance(entry, dict) and entry.get("repo"):
-            refs.append(("helmCharts", str(entry["repo"]), "remote"))
-    for entry in _entries(data.get("helmChartInflationGenerator")):
-        if isinstance(entry, dict) and entry.get("chartRepoUrl"):
-            refs.append(("helmChartInflationGenerator", str(entry["chartRepoUrl"]), "remote"))
-    helm_globals = data.get("helmGlobals")
-    if isinstance(helm_globals, dict) and isinstance(helm_globals.get("chartHome"), str):
-        refs.append(("helmGlobals.chartHome", helm_globals["chartHome"], "file"))
+        for entry in _items(data, field):
+            refs.extend((field, path, "file") for path in _generator_files(entry))
+    for entry in _items(data, "helmCharts"):
+        refs.extend(("helmCharts", repo, "remote") for repo in _strings(_get(entry, "repo")) if repo)
+        refs.extend(("helmCharts", path, "file") for name in ("valuesFile", "additionalValuesFiles")
+                    for path in _strings(_get(entry, name)))
+    for entry in _items(data, "helmChartInflationGenerator"):
+        refs.extend(("helmChartInflationGenerator", url, "remote") for url in _strings(_get(entry, "chartRepoUrl")) if url)
+        refs.extend(("helmChartInflationGenerator", path, "file") for path in _strings(_get(entry, "valuesLocal")))
+    for helm_globals in _get(data, "helmGlobals"):
+        refs.extend(("helmGlobals.chartHome", path, "file") for path in _strings(_get(helm_globals, "chartHome")))
     return refs
 
 
@@ -217,18 +237,19 @@ def check_tree(kdir, root, allow_remote=False, visited=None):
                 "%s: %s %r is a remote reference (kustomize would fetch it from the network): refused; a "
                 "source's kustomizations build from its repository alone unless it sets kustomize_remote: true"
                 % (shown, field, ref) if problem is None else "%s: %s %r: %s: refused" % (shown, field, ref, problem))
-        target = os.path.join(kdir, ref)
+        # as kustomize reads it: the path cleaned as text first (``missing/../..`` is ``..``), then its links
+        target = os.path.normpath(os.path.join(kdir, ref))
+        real = os.path.realpath(target)
+        if not (_within(target, root) and _within(real, root)):
+            raise KustomizationRefused("%s: %s %r resolves outside the checkout: refused" % (shown, field, ref))
+        if _in_git_dir(target, root) or _in_git_dir(real, root):
+            raise KustomizationRefused("%s: %s %r is in the checkout's .git directory: refused" % (shown, field, ref))
         if not os.path.lexists(target):
             if kind == "base" and not allow_remote and _URL_LIKE.search(ref):  # kustomize may try it as a repository
                 raise KustomizationRefused(
                     "%s: %s %r is not in the checkout (kustomize would try to fetch it as a remote repository): "
                     "refused" % (shown, field, ref))
             continue  # a missing file: kustomize says so
-        real = os.path.realpath(target)
-        if not _within(real, root):
-            raise KustomizationRefused("%s: %s %r resolves outside the checkout: refused" % (shown, field, ref))
-        if _in_git_dir(real, root):
-            raise KustomizationRefused("%s: %s %r is in the checkout's .git directory: refused" % (shown, field, ref))
         if kind == "base" and os.path.isdir(real):
             check_tree(real, root, allow_remote, visited)
 

@@ -20,11 +20,8 @@ from ansible.errors import AnsibleError
 from ansible.parsing.vault import VaultLib
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import RenderError, render
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_kustomize import relaxing_flags
-from ansible_collections.stacksync.k8s.plugins.plugin_utils.sandbox import (
-    PLAY_VARIABLES,
-    plain_variables,
-    render_template,
-)
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.sandbox import PLAY_VARIABLES, plain_variables
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.sandbox_limits import BoundedTemplates
 
 try:  # ansible-core >= 2.19: only trusted strings are templated
     from ansible.template import trust_as_template
@@ -86,6 +83,9 @@ def render_terms(terms, variables, loader, templar, **options):
         except RenderError as exc:
             # from None: ansible-core >= 2.19 appends the cause's message, which this one already holds
             raise AnsibleError(error_message(exc, path, term_root)) from None
+        finally:
+            if hasattr(template, "close"):  # the process of the sandboxed templates (sandbox_limits)
+                template.close()
     return manifests
 
 
@@ -126,10 +126,7 @@ def sandbox_hook(variables, template_vars, base, max_output):
     given = plain_variables(given)
     directory = base if os.path.isdir(base) else os.path.dirname(base)
 
-    def template(text, path):
-        return render_template(text, path, directory, given, max_output)
-
-    return template
+    return BoundedTemplates(directory, given, max_output)
 
 
 def template_hook(templar, variables, template_vars, base):

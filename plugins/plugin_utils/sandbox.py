@@ -23,6 +23,9 @@ allow-lists:
   and filters whose arguments make their value large (``'x'.ljust(10**10)``, ``(['x' * 1000] * 1000) | join``,
   ``replace``, ``expandtabs``, ``to_bytes``, ``sum``, ``flatten``, ``regex_replace``), before they build it.
 
+What the checks do not foresee (nested loops, a regular expression that backtracks for ever, a value some other
+filter builds) is bounded by the process the templates render in (:mod:`.sandbox_limits`: CPU time and memory).
+
 A template that uses what it may not is refused before it renders when the use is written in it
 (``lookup(...)``, ``x.__class__``, an unknown filter, an include of ``/etc/passwd``), else when it is
 reached; either way :class:`TemplateFailure` names the line (and the included file) and what was refused.
@@ -477,7 +480,9 @@ def render_template(text, path, directory, variables, max_output):
         check_template(tree, path, variables)
         template = env.template_class.from_code(env, env.compile(tree, name, path), env.make_globals(None))
         return _with_trailing_newlines(_output(template.generate(variables), max_output), text)
-    except Exception as exc:  # pylint: disable=broad-except  # every failure becomes a TemplateFailure
+    except MemoryError:
+        raise  # its caller knows the limit it hit (sandbox_limits)
+    except Exception as exc:  # pylint: disable=broad-except  # every other failure becomes a TemplateFailure
         raise _failure(exc, path, directory) from None
 
 

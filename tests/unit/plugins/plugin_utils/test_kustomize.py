@@ -124,9 +124,9 @@ def test_is_remote_as_kustomize_tells_a_remote_reference(reference, remote):
 
 
 def test_references_cover_every_field_that_names_a_path():
-    data = {"resources": ["a", "apiVersion: v1\nkind: X\n"], "bases": ["b"], "components": ["c"], "crds": ["d"],
-            "configurations": ["e"], "generators": ["f"], "transformers": ["g"], "validators": ["h"],
-            "patchesStrategicMerge": ["i", "{inline: patch}"], "patches": [{"path": "j"}, {"patch": "inline"}],
+    data = {"resources": ["a"], "bases": ["b"], "components": ["c"], "crds": ["d"],
+            "configurations": ["e"], "generators": ["f", "apiVersion: v1\nkind: X\n"], "transformers": ["g"], "validators": ["h"],
+            "patchesStrategicMerge": ["i", "apiVersion: v1\nkind: ConfigMap\n"], "patches": [{"path": "j"}, {"patch": "inline"}],
             "patchesJson6902": [{"path": "k"}], "replacements": [{"path": "l"}], "openapi": {"path": "m"},
             "configMapGenerator": [{"files": ["n", "key=o"], "envs": ["p"], "env": "q", "literals": ["x=http://y"]}],
             "secretGenerator": [{"files": ["r"]}], "helmCharts": [{"repo": "s"}, {"name": "local-chart"}],
@@ -219,3 +219,25 @@ def test_kustomize_runs_without_the_connections_credentials_and_with_a_confined_
     assert "K8S_AUTH_API_KEY" not in seen and "K8S_AUTH_KUBECONFIG" not in seen
     assert seen["GIT_ALLOW_PROTOCOL"] == "https:http:ssh:git" and seen["GIT_TERMINAL_PROMPT"] == "0"
     assert seen["PATH"] == os.environ["PATH"]
+
+
+@pytest.mark.parametrize("text, said", [
+    # kustomize matches field names as Go's encoding/json does: without regard to case
+    ("Resources:\n- ../../victim/app\n", "resolves outside"),
+    ("RESOURCES:\n- https://h.example/cm.yaml\n", "is a remote reference"),
+    ("re\u017fources:\n- ../../victim/app\n", "resolves outside"),
+    ("Patches:\n- Path: ../../victim/p.yaml\n", "resolves outside"),
+    ("ConfigMapGenerator:\n- name: g\n  Files:\n  - nope/../.git/config\n", "is in the checkout's .git directory"),
+    ("Resources:\n- ssh://h.example/org/repo?ref=--upload-pack=touch%20x\n", "would be read by git as an option"),
+    # a missing directory, then '..': kustomize cleans the path as text
+    ("resources:\n- nope/../../../victim/app\n", "resolves outside"),
+    ("components:\n- nope/../../../victim/comp\n", "resolves outside"),
+    # a one-line entry starting like YAML is a path to kustomize
+    ("resources:\n- '[x]/../../../victim/app'\n", "resolves outside"),
+    ("helmCharts:\n- name: c\n  valuesFile: ../../victim/values.yaml\n", "resolves outside"),
+])
+def test_what_kustomize_reads_in_other_spellings_is_checked_too(tmp_path, text, said):
+    write(tmp_path, {"repo/app/kustomization.yaml": text, "victim/app/kustomization.yaml": "resources: []\n"})
+    with pytest.raises(K.KustomizationRefused) as info:
+        K.check_tree(str(tmp_path / "repo" / "app"), str(tmp_path / "repo"))
+    assert said in str(info.value), str(info.value)
