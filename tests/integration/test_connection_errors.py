@@ -4,13 +4,12 @@ TLS, a host name that does not resolve -- plain words and the URL, no urllib3 in
 The servers here are local stand-ins (a closed port, a plain HTTP server, a ``.invalid`` name), so these tests
 run the same with or without ``STACKSYNC_TEST_KUBECONFIG``."""
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import yaml
 
-from tests.tools.net import closed_port
+from tests.tools.net import closed_port, serving
 
 try:
     from .test_sync_helpers import GitRepo, configmap, localhost_play, module_task, run_play, run_playbook, write_inventory
@@ -29,11 +28,8 @@ def plain_http():
         def log_message(self, *args):
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield httpd.server_address[1]
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Quiet) as port:
+        yield port
 
 
 def kubeconfig(tmp_path, server):
@@ -76,14 +72,20 @@ def test_a_host_name_that_does_not_resolve(tmp_path):
     assert not [word for word in INTERNALS if word in msg], msg
 
 
-def test_a_dead_server_through_the_role(tmp_path):
+def sync_a_dead_server(tmp_path, **role_vars):
+    """``(port, run)``: the role's sync of a one-ConfigMap repository into a server that does not listen."""
     port = closed_port()
     repo = GitRepo(tmp_path / "repo")
     repo.write("deploy/c1.yml", configmap("c1", "default", {"k": "v"}))
     repo.commit("c1")
     inventory = write_inventory(tmp_path / "clusters.yml", {"cluster": {"stacksync_kubeconfig": kubeconfig(tmp_path, f"https://127.0.0.1:{port}")}})
-    run = run_playbook(inventory, {"stacksync_cache_dir": str(tmp_path / "cache"),
-                                   "stacksync_sources": [{"repo": repo.url, "path": "deploy", "stack": "dead"}]})
+    given = {k: (v.replace("REPO", repo.url) if isinstance(v, str) else [dict(s, repo=repo.url) for s in v])
+             for k, v in role_vars.items()}
+    return port, run_playbook(inventory, {"stacksync_cache_dir": str(tmp_path / "cache"), **given})
+
+
+def test_a_dead_server_through_the_role(tmp_path):
+    port, run = sync_a_dead_server(tmp_path, stacksync_sources=[{"path": "deploy", "stack": "dead"}])
     assert run.rc != 0, run.tail()
     assert f"cannot reach https://127.0.0.1:{port}: connection refused (6 tries in " in run.output, run.tail()
     assert not [word for word in INTERNALS if word in run.output], run.tail()
@@ -106,11 +108,8 @@ def refusing_server():
         def log_message(self, *args):
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield httpd.server_address[1]
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Refuse) as port:
+        yield port
 
 
 def test_refused_credentials_say_so(tmp_path, refusing_server):
@@ -121,13 +120,7 @@ def test_refused_credentials_say_so(tmp_path, refusing_server):
 
 def test_a_dead_server_through_the_role_with_a_default_stack_name(tmp_path):
     """No word of a stack the user never had (the legacy name's lookup), one failure, its time counted."""
-    port = closed_port()
-    repo = GitRepo(tmp_path / "repo")
-    repo.write("deploy/c1.yml", configmap("c1", "default", {"k": "v"}))
-    repo.commit("c1")
-    inventory = write_inventory(tmp_path / "clusters.yml", {"cluster": {"stacksync_kubeconfig": kubeconfig(tmp_path, f"https://127.0.0.1:{port}")}})
-    run = run_playbook(inventory, {"stacksync_cache_dir": str(tmp_path / "cache"), "stacksync_repo": repo.url,
-                                   "stacksync_path": "deploy"})
+    port, run = sync_a_dead_server(tmp_path, stacksync_repo="REPO", stacksync_path="deploy")
     assert run.rc != 0, run.tail()
     lines = [line for line in run.stdout.splitlines() if line.startswith("stacksync [cluster] stack ")]
     assert len(lines) == 1 and f"FAILED: cannot reach https://127.0.0.1:{port}: connection refused (6 tries in " in lines[0], lines
