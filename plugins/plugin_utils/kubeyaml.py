@@ -58,6 +58,28 @@ PLAIN_TAG = "tag:stacksync.io,2026:plain"
 RESOLVABLE_TAGS = frozenset(TAG_PREFIX + t for t in ("str", "bool", "null", "int", "float", "timestamp"))
 
 
+#: the deepest nesting of flow collections (``[`` and ``{``) a document may have: PyYAML's C extension composes nodes
+#: recursively, and some 20,000 levels overflow the C stack (the process dies: no exception to catch)
+MAX_FLOW_DEPTH = 1000
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def too_deep(text, limit=MAX_FLOW_DEPTH):
+    """True if the flow collections of ``text`` may nest deeper than ``limit`` (brackets counted without regard to
+    quoting: an over-estimate). Block collections nest by indentation: ``max_file_size`` bounds them far lower."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        if match.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif depth:
+            depth -= 1
+    return False
+
+
 class KubeYAMLError(yaml.MarkedYAMLError):
     """A document kubectl would refuse too (or that we refuse on purpose), with its position."""
 
@@ -689,6 +711,8 @@ def iter_json_values(text):
             value, end = _JSON.raw_decode(text, position)
         except json.JSONDecodeError as exc:
             raise ValueError(exc.lineno, "invalid JSON: %s" % exc.msg) from None
+        except RecursionError:
+            raise ValueError(line, "invalid JSON: nested too deeply") from None
         except ValueError as exc:
             raise ValueError(line, "invalid JSON: %s" % exc) from None
         yield line, value

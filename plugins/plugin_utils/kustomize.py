@@ -31,6 +31,7 @@ import time
 from urllib.parse import parse_qsl, unquote
 
 import yaml
+from ansible_collections.stacksync.k8s.plugins.plugin_utils.kubeyaml import MAX_FLOW_DEPTH, too_deep
 
 #: A directory holding one of these is a kustomization.
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -93,8 +94,10 @@ def find_kustomization(names):
     return None
 
 
+#: Fields whose entries are plugin configurations (files, or YAML written in place), or kustomizations
+_PLUGIN_FIELDS = ("generators", "transformers", "validators")
 #: Fields whose entries may be YAML written in place (an inline patch, generator or transformer config), not a path
-_INLINE_FIELDS = ("patchesStrategicMerge", "generators", "transformers", "validators")
+_INLINE_FIELDS = ("patchesStrategicMerge", *_PLUGIN_FIELDS)
 
 
 def _inline(field, entry):
@@ -188,17 +191,45 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # pylint
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _UniqueKeyLoader.construct_mapping)
 
 
-def _load(path, shown):
-    """A kustomization file's mapping. What cannot be checked is refused (:class:`KustomizationRefused`): a file
-    that cannot be read or parsed, more than one YAML document, a key written twice, anything but a mapping."""
+def _documents(path, shown, max_size=None):
+    """The YAML documents of the kustomization or plugin configuration file ``path`` (none empty). What cannot be
+    checked is refused (:class:`KustomizationRefused`): a file that cannot be read, is over ``max_size`` bytes, is
+    not YAML, nests deeper than libyaml can compose, writes a key twice, or holds a value kustomize reads as a string
+    and this check would not (``!!binary``, ``!!set``)."""
     try:
+        if max_size and os.path.getsize(path) > max_size:
+            raise KustomizationRefused("%s: is over the %d byte limit (max_file_size): refused" % (shown, max_size))
         with open(path, "rb") as f:
-            documents = [d for d in yaml.load_all(f, Loader=_UniqueKeyLoader) if d is not None]
+            text = f.read().decode("utf-8")
+        if too_deep(text):
+            raise KustomizationRefused("%s: nests flow collections more than %d levels deep: refused" % (shown, MAX_FLOW_DEPTH))
+        documents = [d for d in yaml.load_all(text, Loader=_UniqueKeyLoader) if d is not None]
     except OSError as exc:
         raise KustomizationRefused("%s: cannot be read (%s): refused" % (shown, exc.strerror)) from None
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
         raise KustomizationRefused("%s: is not YAML that can be checked (%s): refused"
-                                   % (shown, " ".join(str(exc).split())[:200])) from None
+                                   % (shown, " ".join(str(exc).split())[:200] or type(exc).__name__)) from None
+    if any(_not_text(d) for d in documents):
+        raise KustomizationRefused("%s: holds a binary or set value (!!binary, !!set) that kustomize reads as a string: "
+                                   "refused" % shown)
+    return documents
+
+
+def _not_text(value):
+    """True if ``value`` holds bytes or a set (a key or a value), anywhere."""
+    if isinstance(value, (bytes, bytearray, set, frozenset)):
+        return True
+    if isinstance(value, dict):
+        return any(_not_text(k) or _not_text(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_not_text(v) for v in value)
+    return False
+
+
+def _load(path, shown, max_size=None):
+    """A kustomization file's mapping (:func:`_documents`: else refused); more than one document, or anything but a
+    mapping, is refused too."""
+    documents = _documents(path, shown, max_size)
     if len(documents) > 1:
         raise KustomizationRefused("%s: holds %d YAML documents: a kustomization is one; refused" % (shown, len(documents)))
     if not documents or not isinstance(documents[0], dict):
@@ -211,7 +242,59 @@ def _in_git_dir(real, root):
     return ".git" in os.path.relpath(real, root).split(os.sep)
 
 
-def check_tree(kdir, root, allow_remote=False, visited=None):
+#: keys of a builtin generator's or transformer's configuration (a file listed in ``generators`` / ``transformers`` /
+#: ``validators``, or written inline) whose values are files kustomize reads, or (``repo``, ``chartRepoUrl``) remote
+_PLUGIN_FILE_KEYS = frozenset(k.casefold() for k in ("files", "envs", "env", "path", "paths", "valuesFile",
+                                                     "additionalValuesFiles", "chartHome", "valuesLocal"))
+_PLUGIN_REMOTE_KEYS = frozenset(k.casefold() for k in ("repo", "chartRepoUrl"))
+
+
+def plugin_references(config, field):
+    """``(field, reference, kind)`` for every file or URL a plugin configuration ``config`` (one YAML document) names,
+    at any depth (keys matched as kustomize matches them)."""
+    refs = []
+    if isinstance(config, dict):
+        for key, value in config.items():
+            name = key.casefold() if isinstance(key, str) else None
+            if name in _PLUGIN_FILE_KEYS:
+                refs.extend((field, s.split("=", 1)[1] if name == "files" and "=" in s else s, "file")
+                            for s in _strings([value]))
+            elif name in _PLUGIN_REMOTE_KEYS:
+                refs.extend((field, s, "remote") for s in _strings([value]) if s)
+            else:
+                refs.extend(plugin_references(value, field))
+    elif isinstance(config, list):
+        for item in config:
+            refs.extend(plugin_references(item, field))
+    return refs
+
+
+def _plugin_configs(kdir, root, data, shown, max_size):
+    """``(field, reference, kind)`` of what the plugin configurations of a kustomization's ``data`` name: the inline
+    ones and the files its ``generators`` / ``transformers`` / ``validators`` list (a directory is a kustomization,
+    checked as one)."""
+    refs = []
+    for field in _PLUGIN_FIELDS:
+        for entry in _items(data, field):
+            if not isinstance(entry, str) or not entry.strip():
+                continue
+            if _inline(field, entry):
+                try:
+                    documents = [d for d in yaml.load_all(entry, Loader=_UniqueKeyLoader) if d is not None]
+                except (yaml.YAMLError, RecursionError):
+                    raise KustomizationRefused("%s: an inline %s entry is not YAML that can be checked: refused"
+                                               % (shown, field)) from None
+            else:
+                path = os.path.realpath(os.path.normpath(os.path.join(kdir, entry.strip())))
+                if not (_within(path, root) and os.path.isfile(path)):
+                    continue  # outside: refused as a reference; a directory: a kustomization; missing: kustomize says so
+                documents = _documents(path, os.path.relpath(path, root).replace(os.sep, "/"), max_size)
+            for document in documents:
+                refs.extend(plugin_references(document, field))
+    return refs
+
+
+def check_tree(kdir, root, allow_remote=False, visited=None, max_size=None):
     """Refuse the kustomization in ``kdir`` (recursively: the local kustomizations it refers to) if it
     names something outside ``root`` (both real absolute paths) or, unless ``allow_remote``, something
     remote. Raises :class:`KustomizationRefused`; references to nothing are left to kustomize."""
@@ -228,7 +311,8 @@ def check_tree(kdir, root, allow_remote=False, visited=None):
     shown = os.path.relpath(os.path.join(kdir, kfile), root).replace(os.sep, "/")
     if not _within(os.path.realpath(os.path.join(kdir, kfile)), root):
         raise KustomizationRefused("%s resolves outside the checkout (a symbolic link): refused" % shown)
-    for field, ref, kind in references(_load(os.path.join(kdir, kfile), shown)):
+    data = _load(os.path.join(kdir, kfile), shown, max_size)
+    for field, ref, kind in references(data) + _plugin_configs(kdir, root, data, shown, max_size):
         if kind == "remote" or is_remote(ref) or _LOCAL_URL.search(ref.strip()):
             problem = remote_problem(ref)
             if allow_remote and problem is None:
@@ -251,7 +335,7 @@ def check_tree(kdir, root, allow_remote=False, visited=None):
                     "refused" % (shown, field, ref))
             continue  # a missing file: kustomize says so
         if kind == "base" and os.path.isdir(real):
-            check_tree(real, root, allow_remote, visited)
+            check_tree(real, root, allow_remote, visited, max_size)
 
 
 class OutputTooLarge(Exception):

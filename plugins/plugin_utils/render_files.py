@@ -17,12 +17,14 @@ import stat
 import yaml
 from ansible.errors import AnsibleError
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.kubeyaml import (
+    MAX_FLOW_DEPTH,
     ExpansionError,
     KubectlLoader,
     expansion,
     is_json_stream,
     iter_json_values,
     split_documents,
+    too_deep,
 )
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render_common import RenderError, _decode, _msg
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.sandbox import TemplateFailure
@@ -151,6 +153,9 @@ def _load_chunk(chunk, rel, index, first_line, decrypt, budget=None):
     """``(line, data, plain)`` of one YAML document (a chunk of :func:`kubeyaml.split_documents`);
     ``plain``: the data is known to be plain JSON values within :data:`MAX_DOCUMENT_VALUES` (see
     :func:`kubeyaml.construct_tree`), so :func:`_plain` has nothing to do."""
+    if too_deep(chunk):  # before libyaml composes it (a C stack overflow kills the process)
+        raise RenderError("the document nests flow collections ([ and {) more than %d levels deep" % MAX_FLOW_DEPTH, rel,
+                          doc=index, line=first_line)
     loader = ManifestLoader(chunk)
     loader.decrypt = decrypt
     loader.max_values = MAX_DOCUMENT_VALUES

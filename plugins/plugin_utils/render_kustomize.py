@@ -88,7 +88,7 @@ KUSTOMIZE_OUTPUT_FACTOR = 8
 def _kustomize_documents(unit, settings):
     rel = unit.rel + "/"
     try:
-        check_tree(unit.path, settings.root, allow_remote=settings.kustomize_remote)
+        check_tree(unit.path, settings.root, allow_remote=settings.kustomize_remote, max_size=settings.max_file_size)
     except KustomizationRefused as exc:
         raise RenderError(str(exc), rel) from None
     command = settings.kustomize

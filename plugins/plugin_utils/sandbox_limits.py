@@ -21,6 +21,7 @@ __metaclass__ = type
 
 import json
 import os
+import select
 import signal
 import struct
 import warnings
@@ -36,6 +37,9 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.sandbox import DEFAU
 RENDER_CPU_SECONDS = 60
 #: the memory the templates' process may add to what it starts with: at least this, or 16 times the output limit
 TEMPLATE_MEMORY = 1024 * 1024 * 1024
+
+#: seconds a template's process may take to answer beyond twice its CPU limit (a process that waits, not computes)
+ANSWER_GRACE = 30
 
 _CAN_FORK = hasattr(os, "fork") and resource is not None
 _SIZE = struct.Struct("!Q")
@@ -60,14 +64,21 @@ class BoundedTemplates:
         pid, requests, answers = self._child
         try:
             _send(requests, {"text": text, "path": path})
-            answer = _receive(answers)
+            # the child's CPU limit ends a template that computes; one that waits (never seen) is ended here
+            ready = select.select([answers], [], [], self.cpu_seconds * 2 + ANSWER_GRACE)[0]
+            answer = _receive(answers) if ready else None
         except OSError:  # the child is gone (a limit, a crash)
-            answer = None
+            answer = ready = None
         if answer is None:
             self._child = None
+            if ready == []:
+                os.kill(pid, signal.SIGKILL)
             os.close(requests)
             os.close(answers)
             _pid, status = os.waitpid(pid, 0)
+            if ready == []:
+                raise TemplateFailure("template error: its rendering process did not answer within %d s" % (
+                    self.cpu_seconds * 2 + ANSWER_GRACE))
             return self._outcome(None, status)
         return self._outcome(answer, 0)
 

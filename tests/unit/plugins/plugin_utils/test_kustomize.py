@@ -241,3 +241,34 @@ def test_what_kustomize_reads_in_other_spellings_is_checked_too(tmp_path, text, 
     with pytest.raises(K.KustomizationRefused) as info:
         K.check_tree(str(tmp_path / "repo" / "app"), str(tmp_path / "repo"))
     assert said in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("files, said", [
+    # go-yaml decodes !!binary into the string it encodes; PyYAML into bytes, which the checks would not read
+    ({"repo/app/kustomization.yaml": "resources: [!!binary Li4vLi4vdmljdGlt]\n"}, "holds a binary or set value"),
+    ({"repo/app/kustomization.yaml": "!!binary cmVzb3VyY2Vz: [a]\n"}, "holds a binary or set value"),
+    # what a plugin configuration names is checked as the kustomization's own references
+    ({"repo/kustomization.yaml": "generators: [gen.yaml]\n", "repo/gen.yaml":
+      "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: leak}\nfiles: [.git/config]\n"},
+     "generators '.git/config' is in the checkout's .git directory"),
+    ({"repo/kustomization.yaml": "transformers:\n- |\n  apiVersion: builtin\n  kind: PatchTransformer\n"
+                                 "  metadata: {name: p}\n  path: ../victim/p.yaml\n"}, "transformers '../victim/p.yaml' resolves outside"),
+    ({"repo/kustomization.yaml": "generators: [gen.yaml]\n", "repo/gen.yaml":
+      "apiVersion: builtin\nkind: HelmChartInflationGenerator\nmetadata: {name: c}\nchartRepoUrl: https://h.example/charts\n"},
+     "generators 'https://h.example/charts' is a remote reference"),
+    # nested deeper than libyaml composes (its C stack), a file larger than the limit
+    ({"repo/app/kustomization.yaml": "resources: " + "[" * 2000 + "]" * 2000 + "\n"}, "nests flow collections more than"),
+])
+def test_what_the_checks_could_not_read_is_refused(tmp_path, files, said):
+    write(tmp_path, dict(files, **{"repo/.git/config": "[core]\n"}))
+    kdir = tmp_path / "repo" / ("app" if any(k.startswith("repo/app/") for k in files) else "")
+    with pytest.raises(K.KustomizationRefused) as info:
+        K.check_tree(str(kdir).rstrip("/"), str(tmp_path / "repo"))
+    assert said in str(info.value), str(info.value)
+
+
+def test_a_kustomization_over_the_size_limit_is_refused(tmp_path):
+    write(tmp_path, {"repo/kustomization.yaml": "resources: []\n" + "# padding\n" * 200})
+    with pytest.raises(K.KustomizationRefused, match="is over the 1000 byte limit"):
+        K.check_tree(str(tmp_path / "repo"), str(tmp_path / "repo"), max_size=1000)
+    K.check_tree(str(tmp_path / "repo"), str(tmp_path / "repo"), max_size=10000)

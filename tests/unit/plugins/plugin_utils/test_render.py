@@ -945,3 +945,14 @@ def test_a_key_written_twice_names_both_lines_and_where_the_mapping_starts(tmp_p
     assert str(render_error(tmp_path)) == (
         "e.yaml (document 0, line 4): invalid YAML: found duplicate key 'c' (first on line 3) at line 4, column 3, "
         "while constructing a mapping that starts at line 3, column 3")
+
+
+@pytest.mark.parametrize("name, text, said", [
+    # libyaml composes nodes recursively in C: ~20,000 levels overflow its stack and kill the process
+    ("deep.yaml", "a: " + "[" * 30000 + "]" * 30000 + "\n", "nests flow collections ([ and {) more than 1000 levels deep"),
+    ("deep.json", "{\"a\": " + "[" * 100000 + "]" * 100000 + "}", "nested too deeply"),
+])
+def test_a_document_nested_deeper_than_the_parser_can_go_is_an_error_naming_the_file(tmp_path, name, text, said):
+    write(tmp_path, {name: text})
+    err = render_error(tmp_path)
+    assert err.path == name and said in str(err), str(err)

@@ -79,3 +79,13 @@ def test_the_parents_threads_go_on_while_templates_render(templates, tmp_path):
         stop.set()
         thread.join()
     assert ticks
+
+
+def test_a_process_that_does_not_answer_is_ended(templates, tmp_path, monkeypatch):
+    monkeypatch.setattr(L, "ANSWER_GRACE", 1)
+    bounded = templates(cpu_seconds=1)
+    monkeypatch.setattr(L.BoundedTemplates, "_rendered", lambda self, text, path: time.sleep(3600))  # waits, no CPU
+    started = time.monotonic()
+    with pytest.raises(S.TemplateFailure, match="its rendering process did not answer within 3 s"):
+        bounded("{{ name }}", str(tmp_path / "t.j2"))
+    assert time.monotonic() - started < 30 and bounded._child is None
