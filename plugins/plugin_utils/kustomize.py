@@ -201,12 +201,21 @@ def _documents(path, shown, max_size=None):
             raise KustomizationRefused("%s: is over the %d byte limit (max_file_size): refused" % (shown, max_size))
         with open(path, "rb") as f:
             text = f.read().decode("utf-8")
-        if too_deep(text):
-            raise KustomizationRefused("%s: nests flow collections more than %d levels deep: refused" % (shown, MAX_FLOW_DEPTH))
-        documents = [d for d in yaml.load_all(text, Loader=_UniqueKeyLoader) if d is not None]
     except OSError as exc:
         raise KustomizationRefused("%s: cannot be read (%s): refused" % (shown, exc.strerror)) from None
-    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+    except UnicodeDecodeError as exc:
+        raise KustomizationRefused("%s: is not YAML that can be checked (%s): refused" % (shown, exc)) from None
+    return _parsed(text, shown)
+
+
+def _parsed(text, shown):
+    """The YAML documents of ``text`` (a file's, or an inline entry's), none empty; refused as :func:`_documents`
+    says."""
+    if too_deep(text):
+        raise KustomizationRefused("%s: nests flow collections more than %d levels deep: refused" % (shown, MAX_FLOW_DEPTH))
+    try:
+        documents = [d for d in yaml.load_all(text, Loader=_UniqueKeyLoader) if d is not None]
+    except (yaml.YAMLError, RecursionError) as exc:
         raise KustomizationRefused("%s: is not YAML that can be checked (%s): refused"
                                    % (shown, " ".join(str(exc).split())[:200] or type(exc).__name__)) from None
     if any(_not_text(d) for d in documents):
@@ -279,11 +288,7 @@ def _plugin_configs(kdir, root, data, shown, max_size):
             if not isinstance(entry, str) or not entry.strip():
                 continue
             if _inline(field, entry):
-                try:
-                    documents = [d for d in yaml.load_all(entry, Loader=_UniqueKeyLoader) if d is not None]
-                except (yaml.YAMLError, RecursionError):
-                    raise KustomizationRefused("%s: an inline %s entry is not YAML that can be checked: refused"
-                                               % (shown, field)) from None
+                documents = _parsed(entry, "%s: an inline %s entry" % (shown, field))
             else:
                 path = os.path.realpath(os.path.normpath(os.path.join(kdir, entry.strip())))
                 if not (_within(path, root) and os.path.isfile(path)):

@@ -272,3 +272,16 @@ def test_a_kustomization_over_the_size_limit_is_refused(tmp_path):
     with pytest.raises(K.KustomizationRefused, match="is over the 1000 byte limit"):
         K.check_tree(str(tmp_path / "repo"), str(tmp_path / "repo"), max_size=1000)
     K.check_tree(str(tmp_path / "repo"), str(tmp_path / "repo"), max_size=10000)
+
+
+@pytest.mark.parametrize("inline, said", [
+    ("a: " + "[" * 2000 + "]" * 2000, "nests flow collections more than 1000 levels deep"),  # the file's check sees it
+    ("path: !!binary Li4vdmljdGlt\nkind: PatchTransformer", "an inline transformers entry: holds a binary or set value"),
+    ("a: [\nb", "an inline transformers entry: is not YAML that can be checked"),
+], ids=["deep", "binary", "not-yaml"])
+def test_an_inline_plugin_configuration_is_read_as_carefully_as_a_file(tmp_path, inline, said):
+    text = "transformers:\n- |\n" + "".join("  " + line + "\n" for line in inline.split("\n"))
+    write(tmp_path, {"repo/kustomization.yaml": text})
+    with pytest.raises(K.KustomizationRefused) as info:
+        K.check_tree(str(tmp_path / "repo"), str(tmp_path / "repo"))
+    assert said in str(info.value), str(info.value)
