@@ -37,7 +37,6 @@ __metaclass__ = type
 
 import os
 import re
-import threading
 from collections.abc import ItemsView, KeysView, ValuesView
 
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import sandbox_filters
@@ -133,8 +132,7 @@ class SandboxEnvironment(ImmutableSandboxedEnvironment):
         owner = getattr(__obj, "__self__", None)
         if isinstance(owner, (str, bytes)) and getattr(__obj, "__name__", None) == "join" and args:
             items = list(args[0])
-            _over(sum(len(x) for x in items if isinstance(x, (str, bytes))) + len(owner) * max(len(items) - 1, 0),
-                  __self.max_output, "join()")
+            _over(_joined_size(items, owner), __self.max_output, "join()")
             args = (items, *args[1:])
         else:
             size = _call_size(__obj, args, kwargs)
@@ -200,6 +198,13 @@ def _call_size(method, args, kwargs):
     return None
 
 
+def _joined_size(items, separator):
+    """The length of ``items`` joined with ``separator``, without building it (an item as it is joined: itself if it
+    is a string, else its ``str()``)."""
+    return (sum(len(x) if isinstance(x, (str, bytes)) else len(str(x)) for x in items)
+            + len(separator) * max(len(items) - 1, 0))
+
+
 def _replaced_size(text, old, new, count=-1):
     """The length of ``text.replace(old, new, count)``, without building it."""
     times = text.count(old) if old else len(text) + 1
@@ -247,8 +252,7 @@ def _bounded_join(eval_ctx, value, d="", attribute=None):
     items = list(value)
     if attribute is not None:
         items = [make_attrgetter(eval_ctx.environment, attribute)(item) for item in items]
-    _over(sum(len(x) if isinstance(x, str) else len(str(x)) for x in items) + len(str(d)) * max(len(items) - 1, 0),
-          eval_ctx.environment.max_output, "join")
+    _over(_joined_size(items, str(d)), eval_ctx.environment.max_output, "join")
     return sync_do_join(eval_ctx, items, d)
 
 
@@ -260,9 +264,11 @@ def _bounded_replace(eval_ctx, s, old, new, count=None):
 
 
 def _bounded_indent(function):
-    def bounded(s, width=4, first=False, blank=False):
+    @pass_environment
+    def bounded(environment, s, width=4, first=False, blank=False):
         lines = str(s).count("\n") + 1
-        _over(len(str(s)) + lines * (width if isinstance(width, int) else len(str(width))), _limit(), "indent")
+        _over(len(str(s)) + lines * (width if isinstance(width, int) else len(str(width))), environment.max_output,
+              "indent")
         return function(s, width, first, blank)
     return bounded
 
@@ -278,8 +284,10 @@ def _bounded_sum(environment, iterable, attribute=None, start=0):
 
 
 def _bounded_flatten(function):
-    def bounded(value, levels=None, skip_nulls=True):
-        _over(_leaves(value, None if levels is None else int(levels), _limit()), _limit(), "flatten")
+    @pass_environment
+    def bounded(environment, value, levels=None, skip_nulls=True):
+        limit = environment.max_output
+        _over(_leaves(value, None if levels is None else int(levels), limit), limit, "flatten")
         return function(value, levels, skip_nulls)
     return bounded
 
@@ -298,7 +306,9 @@ def _leaves(value, levels, limit):
 
 
 def _bounded_regex_replace(function):
-    def bounded(value="", pattern="", replacement="", ignorecase=False, multiline=False, count=0, mandatory_count=0):
+    @pass_environment
+    def bounded(environment, value="", pattern="", replacement="", ignorecase=False, multiline=False, count=0,
+                mandatory_count=0):
         text = str(value)
         flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
         times = 0
@@ -307,7 +317,7 @@ def _bounded_regex_replace(function):
                 break
         # a group reference is at most its match, and the matches together at most the text
         refs = len(re.findall(r"\\(?:\d|g<)", str(replacement)))
-        _over(len(text) + times * len(str(replacement)) + refs * len(text), _limit(), "regex_replace")
+        _over(len(text) + times * len(str(replacement)) + refs * len(text), environment.max_output, "regex_replace")
         return function(value, pattern, replacement, ignorecase, multiline, count, mandatory_count)
     return bounded
 
@@ -319,15 +329,6 @@ def _bounded_indent_option(function, indent_first):
             raise Refused("an indentation over %d" % MAX_INDENT)
         return function(value, *args, **kwargs)
     return bounded
-
-
-#: the output limit of the template rendering in this thread (set by render_template for the filters that get no
-#: environment)
-_LIMIT = threading.local()
-
-
-def _limit():
-    return getattr(_LIMIT, "value", DEFAULT_VALUE_LIMIT)
 
 
 def _bounded(function, positions):
@@ -474,7 +475,6 @@ def render_template(text, path, directory, variables, max_output):
     searchpath = [os.path.dirname(path)] + ([directory] if directory != os.path.dirname(path) else [])
     env = SandboxEnvironment(searchpath, directory, max_output)
     name = os.path.basename(path)
-    _LIMIT.value = env.max_output
     try:
         tree = env.parse(text, name, path)
         check_template(tree, path, variables)
