@@ -40,6 +40,7 @@ SOURCE_SPEC = dict(
     record_namespace=dict(type="str"),
     depends_on=dict(type="list", elements="str"),
     prune_grace=dict(type="str"),
+    fail_on_shared=dict(type="bool"),
     **POLICY_SPEC
 )
 

@@ -169,6 +169,13 @@ options:
         description: As O(stacksync.k8s.stack#module:prune_grace), for this stack. Defaults to O(prune_grace).
         type: str
         version_added: 0.2.0
+      fail_on_shared:
+        description:
+          - As O(stacksync.k8s.stack#module:fail_on_shared), for this stack. Defaults to O(fail_on_shared); unset,
+            a source confined by O(sources[].allowed_namespaces) (or the other confinement options) fails for
+            objects of other stacks, any other takes them over with a warning.
+        type: bool
+        version_added: 0.2.0
       allowed_namespaces:
         description:
           - Confine this source's stack to these namespaces (names or globs), as

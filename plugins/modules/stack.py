@@ -125,10 +125,14 @@ options:
     default: true
   fail_on_shared:
     description:
-      - Fail before any write if a desired object belongs to another stack. By default it is taken over with a
-        warning naming the other stack.
+      - Fail before any write if a desired object belongs to another stack, instead of taking it over with a
+        warning naming the other stack. V(true) also fails for objects another deployment tool manages (Helm,
+        kubectl's client-side apply, Argo CD, Flux; one GET per object the stack does not hold yet).
+      - Unset (the default), a confined stack (any of O(allowed_namespaces), O(allowed_kinds), O(denied_kinds),
+        O(allow_cluster_scoped) set) fails for objects of other stacks, so that a tenant cannot take over what
+        another stack (the platform's) holds in its namespaces; an unconfined stack takes them over. V(false) lets
+        a confined stack take them over too (a stack renamed by a change of its repository or path).
     type: bool
-    default: false
   recreate_on_immutable:
     description:
       - When an apply is refused because an immutable field changed, delete and recreate the object. Without it

@@ -18,6 +18,7 @@ __metaclass__ = type
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import posixpath
 import re
@@ -93,9 +94,45 @@ def source_stack(repo, path, stack=""):
 
 
 def checkout_dir(cache_dir, repo, version):
-    """The checkout directory of ``repo`` at ``version`` under ``cache_dir`` (as role stacksync.k8s.source names it)."""
-    digest = hashlib.sha256(("%s#%s" % (redact_url(repo), version)).encode("utf-8")).hexdigest()[:16]
+    """The checkout directory of ``repo`` at ``version`` under ``cache_dir`` (as role stacksync.k8s.source names it).
+
+    Its digest covers the URL as given, credentials included: a source naming a private repository without the
+    credentials (or with others) never gets the checkout that another source's credentials fetched. ``repo`` and
+    ``version`` are hashed as a JSON pair, so no two pairs share a digest by where a ``#`` falls."""
+    digest = hashlib.sha256(json.dumps([repo, version]).encode("utf-8")).hexdigest()[:16]
     return os.path.abspath(os.path.join(os.path.expanduser(cache_dir), "%s-%s" % (legacy_stack_name(repo)[:40], digest)))
+
+
+def local_path(repo):
+    """The directory a local repository (a path or a ``file://`` URL) names, or None for a remote one."""
+    if repo_transport(repo) != "file":
+        return None
+    path = repo[len("file://"):] if repo[:7].lower() == "file://" else repo
+    return os.path.realpath(os.path.expanduser(path))
+
+
+def check_not_cached(repo, cache_dir):
+    """Raise ValueError if ``repo`` is a local path inside ``cache_dir``: another source's checkout (fetched with
+    that source's credentials) is never a repository of its own."""
+    path = local_path(repo)
+    cache = os.path.realpath(os.path.expanduser(cache_dir))
+    if path is not None and (path == cache or path.startswith(cache.rstrip(os.sep) + os.sep)):
+        raise ValueError("repository %r refused: it is inside the checkout cache %s (the checkouts of other sources)"
+                         % (redact_url(repo), cache_dir))
+
+
+#: every path of a checkout without a filter: the repository's ``.gitattributes`` cannot name a filter driver
+#: (git-lfs's smudge, which fetches from the URL of the repository's ``.lfsconfig``, or any command the job
+#: user's git configuration defines): the files are checked out as they were committed
+NO_FILTERS = "* -filter\n"
+
+
+def _no_filters(dest):
+    """Write :data:`NO_FILTERS` as the checkout's ``info/attributes`` (they override the repository's own)."""
+    info = os.path.join(dest, ".git", "info")
+    os.makedirs(info, exist_ok=True)
+    with open(os.path.join(info, "attributes"), "w") as f:
+        f.write(NO_FILTERS)
 
 
 def run_token():
@@ -153,7 +190,8 @@ class Git:
         self.label = redact_url(repo)
 
     def run(self, *args):
-        env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_ALLOW_PROTOCOL=":".join(ALLOWED_PROTOCOLS))
+        env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_ALLOW_PROTOCOL=":".join(ALLOWED_PROTOCOLS),
+                   GIT_LFS_SKIP_SMUDGE="1")
         if args[0] != "init":
             env.update(GIT_DIR=os.path.join(self.cwd, ".git"), GIT_WORK_TREE=self.cwd)
         config = [x for name, value in GIT_CONFIG for x in ("-c", "%s=%s" % (name, value))]
@@ -227,6 +265,7 @@ def checkout(repo, version, cache_dir, token=None):
     """
     try:
         check_source(repo, version)
+        check_not_cached(repo, cache_dir)
     except ValueError as e:
         raise CheckoutError(str(e), REFUSED) from None
     dest = checkout_dir(cache_dir, repo, version)
@@ -245,6 +284,7 @@ def checkout(repo, version, cache_dir, token=None):
             for remote in git.run("remote").split():
                 git.run("remote", "remove", remote)
         commit = git.fetch_commit(version)
+        _no_filters(dest)
         git.run("checkout", "--quiet", "--force", "--detach", commit)
         git.run("clean", "--quiet", "-ffdx")
         with open(marker, "w") as f:

@@ -23,12 +23,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import os
 import re
 import selectors
 import subprocess
 import time
 from urllib.parse import parse_qsl, unquote
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not on this platform: kustomize's memory is not bounded
+    resource = None
 
 import yaml
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.kubeyaml import MAX_FLOW_DEPTH, too_deep
@@ -347,26 +353,60 @@ class OutputTooLarge(Exception):
     """kustomize wrote more than the limit to its standard output (it was stopped)."""
 
 
+class OutOfMemory(Exception):
+    """kustomize needed more memory than its bound (it stopped: the Go runtime's "out of memory")."""
+
+
 #: the transports the git that kustomize runs may use (``GIT_ALLOW_PROTOCOL``): no ``file`` (the controller's own
 #: repositories), no ``ext`` (a command)
 GIT_PROTOCOLS = "https:http:ssh:git"
+#: those of a source that does not get the controller's identity: no ``ssh`` (it fetches with keys only)
+ANONYMOUS_GIT_PROTOCOLS = "https:http:git"
+#: what kustomize (and the git it runs) keeps of the controller's environment for a source that does not get the
+#: controller's identity: the command path, the locale, the time zone, the temporary directory, the proxies and the
+#: certificate authorities (how the controller reaches the network), nothing else (no ``HOME``, ssh agent, git
+#: configuration, credential helpers, ``.netrc``, ``KUBECONFIG``, cloud credentials)
+ANONYMOUS_KEEP = re.compile(r"^(PATH|LANG|LANGUAGE|LC_[A-Z_]+|TZ|TMPDIR|(HTTPS?|ALL|NO)_PROXY|(https?|all|no)_proxy|"
+                            r"SSL_CERT_(FILE|DIR)|GIT_SSL_CA(INFO|PATH))$")
 
 
-def kustomize_environment(environ=None):
-    """The environment kustomize runs in: the controller's, without the connection's credentials
-    (``K8S_AUTH_*``: kustomize needs none), its git confined to :data:`GIT_PROTOCOLS` and never prompting."""
-    env = dict((k, v) for k, v in (os.environ if environ is None else environ).items() if not k.startswith("K8S_AUTH_"))
-    env.update(GIT_ALLOW_PROTOCOL=GIT_PROTOCOLS, GIT_TERMINAL_PROMPT="0")
+def kustomize_environment(environ=None, home=None):
+    """The environment kustomize runs in, its git confined to :data:`GIT_PROTOCOLS` and never prompting.
+
+    With ``home`` (an empty directory: a source that does not get the controller's identity, ``trusted`` false),
+    only :data:`ANONYMOUS_KEEP` of the controller's environment, ``HOME`` there and no git configuration but
+    git's defaults: a remote base is fetched anonymously (:data:`ANONYMOUS_GIT_PROTOCOLS`), never with the
+    controller's ssh keys, agent, credential helpers or ``.netrc`` (which may reach other tenants' repositories).
+    Without ``home``: the controller's environment without the connection's credentials (``K8S_AUTH_*``)."""
+    environ = os.environ if environ is None else environ
+    if home is None:
+        env = dict((k, v) for k, v in environ.items() if not k.startswith("K8S_AUTH_"))
+        env.update(GIT_ALLOW_PROTOCOL=GIT_PROTOCOLS, GIT_TERMINAL_PROMPT="0")
+        return env
+    env = dict((k, v) for k, v in environ.items() if ANONYMOUS_KEEP.match(k))
+    env.update(HOME=home, XDG_CONFIG_HOME=home, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull,
+               GIT_ALLOW_PROTOCOL=ANONYMOUS_GIT_PROTOCOLS, GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="", SSH_ASKPASS="")
     return env
 
 
-def run_bounded(argv, cwd, timeout, limit, env=None):
+def _bound_memory(pid, memory):
+    """Bound the data memory (the heap: ``RLIMIT_DATA``, which Go's allocations count against) of process ``pid``
+    to ``memory`` bytes, where the platform can (Linux's ``prlimit``); set right after it starts, before it has
+    read anything."""
+    if memory and resource is not None and hasattr(resource, "prlimit"):
+        with contextlib.suppress(OSError, ValueError):  # it already ended, or a limit that cannot be lowered
+            resource.prlimit(pid, resource.RLIMIT_DATA, (memory, memory))
+
+
+def run_bounded(argv, cwd, timeout, limit, env=None, memory=None):
     """``(returncode, stdout, stderr)`` of ``argv`` run in ``cwd`` (with ``env``, else this process's environment)
     with no input, stopped (killed) after ``timeout`` seconds (``subprocess.TimeoutExpired``) or once it wrote more
-    than ``limit`` bytes to its standard output (:class:`OutputTooLarge`; ``limit`` 0 or ``None``: no limit). Its
-    standard error is kept up to 64 KiB: enough for kustomize's message."""
+    than ``limit`` bytes to its standard output (:class:`OutputTooLarge`; ``limit`` 0 or ``None``: no limit), its
+    heap bounded to ``memory`` bytes (:class:`OutOfMemory` when it fails for want of more; ``None``: no bound).
+    Its standard error is kept up to 64 KiB: enough for kustomize's message."""
     proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=env)
+    _bound_memory(proc.pid, memory)
     deadline = time.monotonic() + timeout
     chunks = {proc.stdout: [], proc.stderr: []}
     sizes = {proc.stdout: 0, proc.stderr: 0}
@@ -395,4 +435,7 @@ def run_bounded(argv, cwd, timeout, limit, env=None):
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
-    return returncode, b"".join(chunks[proc.stdout]), b"".join(chunks[proc.stderr])
+    stderr = b"".join(chunks[proc.stderr])
+    if memory and returncode != 0 and re.search(rb"^fatal error: .*out of memory", stderr, re.M):
+        raise OutOfMemory()
+    return returncode, b"".join(chunks[proc.stdout]), stderr

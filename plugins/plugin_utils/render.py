@@ -269,6 +269,7 @@ class _Settings:
         "budget",
         "decrypt",
         "kustomize",
+        "kustomize_identity",
         "kustomize_remote",
         "kustomize_timeout",
         "max_file_size",
@@ -285,7 +286,8 @@ class _Settings:
 
 def render(path, root=None, include=None, exclude=None, recursive=True, max_file_size=DEFAULT_MAX_FILE_SIZE,
            source_annotation=True, decrypt=None, template=None, kustomize=None,
-           kustomize_timeout=DEFAULT_KUSTOMIZE_TIMEOUT, seen=None, origin=None, kustomize_remote=False):
+           kustomize_timeout=DEFAULT_KUSTOMIZE_TIMEOUT, seen=None, origin=None, kustomize_remote=False,
+           kustomize_identity=False):
     """Render every manifest under ``path`` and return them as a list of plain dicts.
 
     :param path: directory (or single manifest file) to render.
@@ -301,6 +303,9 @@ def render(path, root=None, include=None, exclude=None, recursive=True, max_file
         ``None``: ``kustomize build`` if available, else ``kubectl kustomize`` (root-only loading).
     :param kustomize_remote: let kustomizations refer to remote bases, resources and files (kustomize
         fetches them from the network); ``False``: refused before kustomize runs (see :mod:`kustomize`).
+    :param kustomize_identity: kustomize (and the git it runs for remote bases) runs with the controller's
+        environment: its ``HOME``, ssh agent, git configuration and credentials (a trusted source); ``False``:
+        with none of them (:func:`.kustomize.kustomize_environment`).
     :param origin: prefix for the sources named in duplicate errors (e.g. the rendered path + ``/``);
         with ``root`` the sources are already named by their path in the repository.
     :param seen: dict ``ObjectId -> source`` shared between calls to detect duplicates across trees.
@@ -329,6 +334,7 @@ def render(path, root=None, include=None, exclude=None, recursive=True, max_file
     prefix = _relative_dir(base, root_real) if root else ""
     settings = _Settings(root_real, max_file_size=max_file_size, decrypt=decrypt, template=template, kustomize=kustomize,
                          kustomize_timeout=kustomize_timeout, kustomize_remote=kustomize_remote,
+                         kustomize_identity=kustomize_identity,
                          budget=ExpansionBudget())
     try:
         return _render_units(collect(base, root_real, PathFilter(include, exclude), recursive=recursive),

@@ -13,9 +13,11 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.kustomize import (
     KustomizationRefused,
+    OutOfMemory,
     OutputTooLarge,
     check_tree,
     kustomize_environment,
@@ -83,6 +85,15 @@ def kustomize_message(stderr, root=None):
 
 #: kustomize's output is refused past this many times ``max_file_size`` (a kustomization renders many files).
 KUSTOMIZE_OUTPUT_FACTOR = 8
+#: kustomize's heap is bounded to this many times its output limit, and at least :data:`KUSTOMIZE_MEMORY` (it
+#: needs about 15 times its output: 8 MB of ConfigMaps took 116 MB)
+KUSTOMIZE_MEMORY_FACTOR = 16
+KUSTOMIZE_MEMORY = 1 << 30
+
+
+def kustomize_memory(max_file_size):
+    """The bound of kustomize's heap, in bytes, for a render of ``max_file_size`` (0: no limit on the output)."""
+    return max(KUSTOMIZE_MEMORY, KUSTOMIZE_MEMORY_FACTOR * KUSTOMIZE_OUTPUT_FACTOR * (max_file_size or 0))
 
 
 def _kustomize_documents(unit, settings):
@@ -98,9 +109,14 @@ def _kustomize_documents(unit, settings):
         raise RenderError("is a kustomization but neither kustomize nor kubectl is on PATH", rel)
     argv = [*command, unit.path]
     limit = settings.max_file_size * KUSTOMIZE_OUTPUT_FACTOR
+    memory = kustomize_memory(settings.max_file_size)
     try:
-        returncode, stdout, stderr = run_bounded(argv, unit.path, settings.kustomize_timeout, limit,
-                                                 env=kustomize_environment())
+        with tempfile.TemporaryDirectory(prefix="stacksync-kustomize-") as home:
+            returncode, stdout, stderr = run_bounded(
+                argv, unit.path, settings.kustomize_timeout, limit, memory=memory,
+                env=kustomize_environment(home=None if settings.kustomize_identity else home))
+    except OutOfMemory:
+        raise RenderError("kustomize needed more than its %d MB of memory: stopped" % (memory >> 20), rel) from None
     except subprocess.TimeoutExpired:
         raise RenderError("kustomize did not finish within %s seconds (%s)" % (settings.kustomize_timeout,
                                                                                " ".join(argv)), rel) from None

@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import copy
 import os
+import time
 
 from ansible.errors import AnsibleError
 from ansible.parsing.vault import VaultLib
@@ -33,6 +34,11 @@ except ImportError:  # pragma: no cover - ansible-core < 2.19
 DEFAULTS = dict(root=None, include=[], exclude=[], recursive=True, max_file_size=10485760, source_annotation=True,
                 template_vars={}, trusted=False, vault_id=[], kustomize_remote=False, kustomize_command=None,
                 kustomize_timeout=300)
+
+
+#: CPU seconds the vault data of one render (of a source that is not trusted) may cost: each value encrypted with
+#: its own salt costs a key derivation (PBKDF2, ~5 ms), so a file of many values could hold the controller's CPU
+VAULT_CPU_SECONDS = 30
 
 
 def error_message(exc, path, root):
@@ -67,7 +73,8 @@ def render_terms(terms, variables, loader, templar, **options):
     kwargs = dict(include=o["include"], exclude=o["exclude"], recursive=o["recursive"],
                   max_file_size=o["max_file_size"], source_annotation=o["source_annotation"],
                   kustomize=kustomize_command, kustomize_timeout=o["kustomize_timeout"],
-                  kustomize_remote=o["kustomize_remote"], decrypt=decrypter(loader, o["vault_id"], trusted))
+                  kustomize_remote=o["kustomize_remote"], kustomize_identity=trusted,
+                  decrypt=decrypter(loader, o["vault_id"], trusted))
     manifests, seen = [], {}
     for term in terms:
         path = loader.path_dwim(str(term))
@@ -98,6 +105,7 @@ def decrypter(loader, vault_ids, trusted):
         return vault.decrypt
     secrets = [(vid, secret) for vid, secret in (vault.secrets or []) if vid in vault_ids]
     bound = VaultLib(secrets)
+    spent = [0.0, 0]  # CPU seconds and values decrypted in this render
 
     def decrypt(b_vaulttext):
         label = encrypted_for(b_vaulttext)
@@ -109,11 +117,18 @@ def decrypter(loader, vault_ids, trusted):
         if not secrets:
             raise AnsibleError("the play has no vault secret of the vault id(s) in vault_id (%s)%s"
                                % (", ".join(vault_ids), label))
+        if spent[0] > VAULT_CPU_SECONDS:
+            raise AnsibleError("decrypting this repository's vault data took more than %d s of CPU time (%d decrypted "
+                               "so far, each a key derivation): refused" % (VAULT_CPU_SECONDS, spent[1]))
+        started = time.process_time()
         try:
             return bound.decrypt(b_vaulttext)
         except AnsibleError:
             raise AnsibleError("no vault secret of the vault id(s) in vault_id (%s) decrypts it%s"
                                % (", ".join(vault_ids), label)) from None
+        finally:
+            spent[0] += time.process_time() - started
+            spent[1] += 1
 
     return decrypt
 

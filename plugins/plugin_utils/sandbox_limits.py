@@ -106,8 +106,7 @@ class BoundedTemplates:
         if pid == 0:  # render what comes, answer, exit without running anything of the parent's
             code = 0
             try:
-                os.close(request_w)
-                os.close(answer_r)
+                _only_descriptors(request_r, answer_w)
                 _confine(self.cpu_seconds, self.memory)
                 while True:
                     request = _receive(request_r)
@@ -145,6 +144,23 @@ class BoundedTemplates:
                                   "or a regular expression that does not end?); %s" % (self.cpu_seconds, TRUST_HINT))
         raise TemplateFailure("template error: its rendering process ended without an answer (%s)" % (
             "signal %d" % os.WTERMSIG(status) if os.WIFSIGNALED(status) else "exit status %d" % os.WEXITSTATUS(status)))
+
+
+def _only_descriptors(*keep):
+    """Close every file descriptor of this process but ``keep`` (its pipes), its standard ones on ``/dev/null``:
+    the templates' process holds none of its parent's files, sockets or connections."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        if fd not in keep:
+            os.dup2(null, fd)
+    low = 3
+    for fd in sorted({*keep, null}):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, max(os.sysconf("SC_OPEN_MAX"), low))  # past the highest descriptor it may have open
+    if null > 2:
+        os.close(null)
 
 
 def _confine(cpu_seconds, memory):

@@ -29,7 +29,7 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.summary import one_l
 
 SOURCE_OPTIONS = ("repo", "version", "path", "stack", "include", "exclude", "namespace", "prune", "state", "vars",
                   "kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "depends_on",
-                  "trusted", "vault_id", "kustomize_remote", "prune_grace", *POLICY_OPTIONS)
+                  "trusted", "vault_id", "kustomize_remote", "prune_grace", "fail_on_shared", *POLICY_OPTIONS)
 SOURCE_DEFAULTS = {"version": "HEAD", "path": ".", "stack": "", "include": [], "exclude": [], "namespace": "",
                    "prune": True, "state": "present", "vars": {}, "depends_on": [],
                    "trusted": False, "vault_id": [], "kustomize_remote": False}
@@ -286,7 +286,7 @@ def stack_args(source, commit, resources, params, phase, wait=False, environ=Non
             args.pop(k, None)
         args.update(own_connection(source, params, environ))
     for k in ("kubeconfig", "context", "impersonate_user", "impersonate_groups", "record_namespace", "prune_grace",
-              *POLICY_OPTIONS):
+              "fail_on_shared", *POLICY_OPTIONS):
         if source.get(k) not in (None, ""):
             args[k] = source[k]
     if source.get("impersonate_user") == "":  # an empty string turns the host's impersonation off

@@ -358,6 +358,37 @@ def test_a_confined_stack_never_prunes_outside_its_confinement(env, kube):
         in run.stdout, run.stdout
 
 
+def test_a_confined_tenant_cannot_take_over_an_object_of_another_stack_in_its_namespace(env, kube):
+    """The platform's stack holds a ConfigMap in tenant a's namespace, synced by another job; tenant a, confined to
+    that namespace, declares the same object: its stack fails before any write, the object stays the platform's.
+    With fail_on_shared: false the tenant takes it over (with the warning an unconfined stack gets)."""
+    tmp_path, suffix, client, inventory, cleanup = env
+    ns_a, ns_b, platform, a, _b = tenants(tmp_path, suffix)
+    platform.write("policy.yaml", configmap("default-deny", ns_a, {"k": "platform"}))
+    platform.commit("the platform's object in a tenant namespace")
+    a.write("evil.yaml", configmap("default-deny", ns_a, {"k": "opened by a"}))
+    a.commit("evil")
+    cleanup.extend([f"/api/v1/namespaces/{ns_a}", f"/api/v1/namespaces/{ns_b}"])
+    stacks = {"platform": f"platform-{suffix}", "a": f"tenant-a-{suffix}"}
+    for s in stacks.values():
+        forget_stack(cleanup, s)
+    assert sync(tmp_path, inventory, [{"repo": platform.url, "stack": stacks["platform"]}]).rc == 0
+    tenant = {"repo": a.url, "stack": stacks["a"], "namespace": ns_a, "allowed_namespaces": [ns_a]}
+    since = mark(kube)
+    run = sync(tmp_path, inventory, [tenant])
+    assert run.rc != 0, run.tail()
+    assert (f"objects belong to other stacks (the stack is confined; stacksync_fail_on_shared: false lets it take them "
+            f"over): "
+            f"ConfigMap {ns_a}/default-deny (from evil.yaml#0) (stack '{stacks['platform']}')") in run.stdout, run.tail()
+    assert live(client, ns_a)["default-deny"][1] == stacks["platform"]
+    assert client.get(f"/api/v1/namespaces/{ns_a}/configmaps/default-deny")["data"] == {"k": "platform"}
+    assert [w for w in writes_since(kube, since) if f"/namespaces/{ns_a}/" in w[1]] == []
+    run = sync(tmp_path, inventory, [dict(tenant, fail_on_shared=False)])
+    assert run.rc == 0, run.tail()
+    assert f"belonged to stack '{stacks['platform']}'; the stack takes it over" in run.stderr, run.tail()
+    assert live(client, ns_a)["default-deny"][1] == stacks["a"]
+
+
 def test_the_stack_module_takes_the_same_confinement(tmp_path, kube):
     ns = f"module-{uuid.uuid4().hex[:6]}"
     tasks = module_task("stack", {"allowed_namespaces": ["{{ ns }}"], "resources": [

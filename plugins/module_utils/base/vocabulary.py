@@ -44,6 +44,7 @@ CALLER_VAR = "__stacksync_caller"
 SOURCE_TO_STACK = {"kubeconfig": "kubeconfig", "context": "context", "impersonate_user": "impersonate_user",
                    "impersonate_groups": "impersonate_groups", "record_namespace": "record_namespace",
                    "namespace": "namespace", "stack": "name", "prune_grace": "prune_grace",
+                   "fail_on_shared": "fail_on_shared",
                    "allowed_namespaces": "allowed_namespaces", "allowed_kinds": "allowed_kinds",
                    "denied_kinds": "denied_kinds", "allow_cluster_scoped": "allow_cluster_scoped"}
 

@@ -284,11 +284,19 @@ def foreign_owned(client, desired, ours, map_fn):
     return [(d, tool) for d, tool in map_fn(check, todo) if tool]
 
 
+def refuses_shared(opts):
+    """Whether objects of other stacks fail the run: ``fail_on_shared`` when set, else whether the stack is confined
+    (a tenant's stack never takes over what another stack holds in its namespaces)."""
+    return bool(opts.fail_on_shared) if opts.fail_on_shared is not None else opts.policy is not None
+
+
 def shared_objects(desired, snap, opts, changeset):
-    """Desired objects another stack claims: a warning each (taken over), or an error with ``fail_on_shared``."""
+    """Desired objects another stack claims: a warning each (taken over), or an error (:func:`refuses_shared`)."""
     shared = [(d, snap.others[d.oid]) for d in desired if d.oid in snap.others and not d.ignored]
-    if shared and opts.fail_on_shared:
-        raise ApplyError("objects belong to other stacks (%s is set): " % option("fail_on_shared") + "; ".join(
+    if shared and refuses_shared(opts):
+        why = ("%s is set" % option("fail_on_shared") if opts.fail_on_shared else
+               "the stack is confined; %s: false lets it take them over" % option("fail_on_shared"))
+        raise ApplyError("objects belong to other stacks (%s): " % why + "; ".join(
             "%s (stack %r)" % (d.named(), other) for d, other in shared[:20]))
     for other, taken in _by_stack(shared):
         changeset.warn(takeover_warning(other, opts.stack, [d.named() for d in taken]))
@@ -306,9 +314,12 @@ def takeover_warning(other, stack, names, limit=5):
     """One warning per stack that loses objects to ``stack``, naming the first ``limit`` of them, and what to do when
     that stack is gone (a source whose repository, path or name changed: its record would keep what this stack later
     stops declaring, :mod:`.prune` releases it to that stack instead of deleting it)."""
-    advice = ("; if stack %r is no longer synced (its repository, path or stack name changed), delete it with state "
+    pronoun = "it" if len(names) == 1 else "them"
+    advice = ("; if stack %r is still synced, the two take %s from each other on every run: declare %s in one of "
+              "them only (%s: true refuses it)" % (other, pronoun, pronoun, option("fail_on_shared")) +
+              "; if stack %r is no longer synced (its repository, path or stack name changed), delete it with state "
               "absent (it deletes only what still carries its label): while its record declares %s, what stack %r "
-              "stops declaring is released to it, not pruned" % (other, "it" if len(names) == 1 else "them", stack))
+              "stops declaring is released to it, not pruned" % (other, pronoun, stack))
     if len(names) == 1:
         return "%s belonged to stack %r; stack %r takes it over%s" % (names[0], other, stack, advice)
     shown = "; ".join(names[:limit]) + ("; and %d more" % (len(names) - limit) if len(names) > limit else "")

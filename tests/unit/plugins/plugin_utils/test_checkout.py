@@ -57,11 +57,41 @@ def test_versions_resolve_like_git(tmp_path, repo):
         assert read(got["dir"], "a.yaml") == "one\n"
 
 
-def test_checkout_dirs_are_per_repo_and_version_and_match_the_source_role():
+def test_checkout_dirs_are_per_repo_credentials_and_version():
     a = co.checkout_dir("/c", "https://user:tok@git.example.com/org/apps.git", "main")
-    assert a == co.checkout_dir("/c", "https://git.example.com/org/apps.git", "main")
-    assert a != co.checkout_dir("/c", "https://git.example.com/org/apps.git", "v1")
+    assert a == co.checkout_dir("/c", "https://user:tok@git.example.com/org/apps.git", "main")
+    # a source without the credentials (or with others) never reuses what these credentials fetched
+    assert a != co.checkout_dir("/c", "https://git.example.com/org/apps.git", "main")
+    assert a != co.checkout_dir("/c", "https://user:other@git.example.com/org/apps.git", "main")
+    assert a != co.checkout_dir("/c", "https://user:tok@git.example.com/org/apps.git", "v1")
     assert os.path.basename(a).startswith("git.example.com-org-apps-") and "tok" not in a
+    # where a '#' falls in the repository or the version makes no two sources share a directory
+    assert co.checkout_dir("/c", "/srv/a#b", "c") != co.checkout_dir("/c", "/srv/a", "b#c")
+
+
+def test_a_source_without_the_credentials_does_not_get_the_checkout_they_fetched(tmp_path, repo):
+    """Two tenants name one private repository, the URLs equal once their credentials are removed (here the query
+    string, which redact_url removes as it removes user:token@): the second fetches for itself, and fails."""
+    _work, url = repo
+    cache = str(tmp_path / "cache")
+    first = co.checkout(url, "main", cache, token="run")
+    other = url + "?token=none"  # what git cannot fetch
+    with pytest.raises(co.CheckoutError):
+        co.checkout(other, "main", cache, token="run")
+    assert co.checkout(url, "main", cache, token="run") == dict(first, fetched=False)
+
+
+def test_a_local_repository_inside_the_checkout_cache_is_refused(tmp_path, repo):
+    """Another source's checkout (fetched with its credentials) is never the repository of a source."""
+    _work, url = repo
+    cache = tmp_path / "cache"
+    got = co.checkout(url, "main", str(cache))
+    for other in (got["dir"], "file://" + got["dir"], str(cache), str(tmp_path / "link")):
+        if other.endswith("link"):
+            os.symlink(got["dir"], other)
+        with pytest.raises(co.CheckoutError, match="inside the checkout cache") as e:
+            co.checkout(other, "main", str(cache))
+        assert e.value.reason == co.REFUSED
 
 
 def test_updates_are_fetched_and_local_changes_discarded(tmp_path, repo):
@@ -287,6 +317,24 @@ def test_hooks_submodules_and_fsmonitor_of_any_config_run_nothing(tmp_path, repo
     co.checkout(url, "main", cache, token="two")
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("pwned")] == []
     assert not os.listdir(os.path.join(got["dir"], "sub"))  # the submodule was not cloned
+
+
+def test_filters_of_the_repository_attributes_run_nothing(tmp_path, repo, monkeypatch):
+    """A repository's .gitattributes naming a filter (git-lfs's, whose smudge fetches from the URL of the
+    repository's .lfsconfig, or any the job user's git configuration defines) is not run: files as committed."""
+    work, url = repo
+    marker = tmp_path / "pwned"
+    config = tmp_path / "gitconfig"
+    config.write_text(f"[filter \"fetcher\"]\n\tsmudge = touch {marker}; cat\n\tprocess = touch {marker}\n"
+                      "\trequired = true\n")
+    (work / ".gitattributes").write_text("*.yaml filter=fetcher\n")
+    git(work, "add", ".")
+    git(work, "commit", "-qm", "lfs")
+    git(work, "push", "-q", url, "main")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    got = co.checkout(url, "main", str(tmp_path / "cache"))
+    assert not marker.exists()
+    assert read(got["dir"], "a.yaml") == (work / "a.yaml").read_text()
 
 
 def test_a_local_repository_config_cannot_run_commands_through_upload_pack(tmp_path, repo):

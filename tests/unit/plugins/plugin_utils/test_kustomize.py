@@ -3,7 +3,9 @@ their repository alone (no remote bases, resources or files; nothing outside the
 source allows remote references. Real kubectl kustomize, a real HTTP server on 127.0.0.1."""
 
 import http.server
+import json
 import os
+import shutil
 import threading
 
 import pytest
@@ -207,18 +209,71 @@ def test_a_missing_reference_that_kustomize_could_read_as_a_repository_is_refuse
     K.check_tree(str(tmp_path / "repo" / "app"), str(tmp_path / "repo"))
 
 
-def test_kustomize_runs_without_the_connections_credentials_and_with_a_confined_git(tmp_path, monkeypatch):
-    monkeypatch.setenv("K8S_AUTH_API_KEY", "a-token")
-    monkeypatch.setenv("K8S_AUTH_KUBECONFIG", "/secret/kubeconfig")
+def _environment_kustomize_sees(tmp_path, **options):
     fake = tmp_path / "fake-kustomize"
     fake.write_text("#!/bin/sh\nenv > \"$0.env\"\nprintf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: fake}\\n'\n")
     fake.chmod(0o755)
     write(tmp_path, {"k/kustomization.yaml": "resources: []\n"})
-    assert names(R.render(str(tmp_path / "k"), kustomize=[str(fake)])) == ["fake"]
-    seen = dict(line.split("=", 1) for line in (tmp_path / "fake-kustomize.env").read_text().splitlines() if "=" in line)
+    assert names(R.render(str(tmp_path / "k"), kustomize=[str(fake)], **options)) == ["fake"]
+    return dict(line.split("=", 1) for line in (tmp_path / "fake-kustomize.env").read_text().splitlines() if "=" in line)
+
+
+def test_kustomize_runs_without_the_connections_credentials_and_with_a_confined_git(tmp_path, monkeypatch):
+    """A trusted source's kustomize has the controller's environment (its git identity included), never the
+    connection's credentials."""
+    monkeypatch.setenv("K8S_AUTH_API_KEY", "a-token")
+    monkeypatch.setenv("K8S_AUTH_KUBECONFIG", "/secret/kubeconfig")
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/run/agent.sock")
+    seen = _environment_kustomize_sees(tmp_path, kustomize_identity=True)
     assert "K8S_AUTH_API_KEY" not in seen and "K8S_AUTH_KUBECONFIG" not in seen
     assert seen["GIT_ALLOW_PROTOCOL"] == "https:http:ssh:git" and seen["GIT_TERMINAL_PROMPT"] == "0"
+    assert seen["PATH"] == os.environ["PATH"] and seen["HOME"] == os.environ["HOME"]
+    assert seen["SSH_AUTH_SOCK"] == "/run/agent.sock"
+
+
+def test_an_untrusted_sources_kustomize_has_none_of_the_controllers_identity(tmp_path, monkeypatch):
+    """Without kustomize_identity (an untrusted source), a remote base is fetched anonymously: no HOME (.netrc,
+    ~/.gitconfig, ~/.ssh), no ssh agent, no git configuration of the job user's or the system's (credential
+    helpers), no ssh transport, none of the controller's other variables; the network settings stay."""
+    for name, value in (("K8S_AUTH_API_KEY", "a-token"), ("SSH_AUTH_SOCK", "/run/agent.sock"),
+                        ("GIT_SSH_COMMAND", "ssh -i /secret/key"), ("GIT_CONFIG_GLOBAL", "/secret/gitconfig"),
+                        ("AWS_SECRET_ACCESS_KEY", "s"), ("KUBECONFIG", "/secret/kubeconfig"),
+                        ("HTTPS_PROXY", "http://proxy.example:3128"), ("LANG", "C.UTF-8")):
+        monkeypatch.setenv(name, value)
+    seen = _environment_kustomize_sees(tmp_path)
+    assert seen["HOME"] != os.environ["HOME"] and seen["HOME"] == seen["XDG_CONFIG_HOME"]
+    assert not os.path.exists(seen["HOME"])  # an empty directory of its own, removed after the run
+    assert seen["GIT_CONFIG_GLOBAL"] == os.devnull and seen["GIT_CONFIG_NOSYSTEM"] == "1"
+    assert seen["GIT_ALLOW_PROTOCOL"] == "https:http:git" and seen["GIT_TERMINAL_PROMPT"] == "0"
+    for name in ("K8S_AUTH_API_KEY", "SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "AWS_SECRET_ACCESS_KEY", "KUBECONFIG"):
+        assert name not in seen, name
+    assert seen["HTTPS_PROXY"] == "http://proxy.example:3128" and seen["LANG"] == "C.UTF-8"
     assert seen["PATH"] == os.environ["PATH"]
+
+
+def _memory_bomb(tmp_path):
+    """A kustomization of 40 JSON patch copies, each doubling a list: kustomize's memory grows until stopped."""
+    ops = [{"op": "add", "path": "/l", "value": ["x" * 1000]}] + [{"op": "copy", "from": "/l", "path": "/l/-"}] * 40
+    write(tmp_path, {"bomb/r.yaml": "apiVersion: x.example/v1\nkind: Thing\nmetadata: {name: t}\n",
+                     "bomb/kustomization.yaml": json.dumps({"resources": ["r.yaml"], "patches": [
+                         {"target": {"kind": "Thing"}, "patch": json.dumps(ops)}]})})
+    return str(tmp_path / "bomb")
+
+
+@pytest.mark.skipif(not shutil.which("kubectl"), reason="needs kubectl (kubectl kustomize)")
+def test_kustomizes_memory_is_bounded(tmp_path, monkeypatch):
+    """kustomize's heap is bounded (RLIMIT_DATA, which Go's allocations count against): a kustomization that makes
+    it allocate without end fails the render, naming the bound, instead of taking the controller's memory."""
+    bomb = _memory_bomb(tmp_path)
+    with pytest.raises(K.OutOfMemory):
+        K.run_bounded(["kubectl", "kustomize", bomb], bomb, 120, 0, memory=256 << 20)
+    monkeypatch.setattr(render_kustomize, "KUSTOMIZE_MEMORY", 256 << 20)
+    with pytest.raises(R.RenderError, match=r"kustomize needed more than its 256 MB of memory: stopped"):
+        R.render(bomb, kustomize=["kubectl", "kustomize"], max_file_size=1 << 20)
+    write(tmp_path, {"ok/kustomization.yaml": "resources: [r.yaml]\nnamePrefix: a-\n",
+                     "ok/r.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"})
+    assert names(R.render(str(tmp_path / "ok"), kustomize=["kubectl", "kustomize"], max_file_size=1 << 20)) == ["a-c"]
+    assert render_kustomize.kustomize_memory(0) == 256 << 20 and render_kustomize.kustomize_memory(10 << 20) == 1280 << 20
 
 
 @pytest.mark.parametrize("text, said", [

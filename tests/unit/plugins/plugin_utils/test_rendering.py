@@ -11,7 +11,7 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils import rendering as 
 from ansible_collections.stacksync.k8s.plugins.plugin_utils import stack_action
 from ansible_collections.stacksync.k8s.plugins.plugin_utils.render import RenderError
 
-from tests.unit.plugins.lookup.test_manifests import CM, encrypt, make_lookup, repo  # noqa: F401 - the fixture
+from tests.unit.plugins.lookup.test_manifests import CM, encrypt, inline_vault, make_lookup, repo  # noqa: F401 - the fixture
 from tests.unit.plugins.plugin_utils.test_render import write
 
 VARIABLES = {"app_name": "web", "replicas": 2, "more_data": {"k": "v"}}
@@ -60,6 +60,19 @@ def test_errors_name_the_file_and_vault_ids_are_bound(tmp_path):
         R.render_terms(["t"], variables, lookup._loader, lookup._templar, kustomize_command=["kustomize", "build",
                                                                                                "--load-restrictor",
                                                                                                "LoadRestrictionsNone"])
+
+
+def test_the_vault_data_of_an_untrusted_render_has_a_cpu_budget(tmp_path, monkeypatch):
+    """Each !vault value costs a key derivation: a repository of many of them fails its render once they cost more
+    than VAULT_CPU_SECONDS, instead of holding the controller's CPU; within it they decrypt."""
+    values = "".join(inline_vault(f"k{i}", f"v{i}") for i in range(3))
+    write(tmp_path, {"s/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n" + values})
+    lookup, variables = make_lookup(tmp_path)
+    got = R.render_terms(["s"], variables, lookup._loader, lookup._templar, vault_id=["default"])
+    assert got[0]["data"] == {"k0": "v0", "k1": "v1", "k2": "v2"}
+    monkeypatch.setattr(R, "VAULT_CPU_SECONDS", 0)
+    with pytest.raises(AnsibleError, match=r"cm.yaml.*took more than 0 s of CPU time \(1 decrypted so far"):
+        R.render_terms(["s"], variables, lookup._loader, lookup._templar, vault_id=["default"])
 
 
 def test_messages_and_vault_headers():

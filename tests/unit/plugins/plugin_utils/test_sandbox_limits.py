@@ -89,3 +89,20 @@ def test_a_process_that_does_not_answer_is_ended(templates, tmp_path, monkeypatc
     with pytest.raises(S.TemplateFailure, match="its rendering process did not answer within 3 s"):
         bounded("{{ name }}", str(tmp_path / "t.j2"))
     assert time.monotonic() - started < 30 and bounded._child is None
+
+
+@pytest.mark.skipif(not L.os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_the_templates_process_holds_none_of_its_parents_files(templates, tmp_path):
+    """Whatever a template might reach beyond the sandbox, its process has no descriptor of its parent's (a
+    kubeconfig or a vault password file it read, the connection to the API server): its pipes, /dev/null."""
+    secret = tmp_path / "secret"
+    secret.write_text("token")
+    with open(secret) as held:
+        bounded = templates()
+        assert bounded("{{ name }}", str(tmp_path / "t.j2")) == "web"
+        pid = bounded._child[0]
+        fds = L.os.listdir(f"/proc/{pid}/fd")
+        targets = sorted(L.os.readlink(f"/proc/{pid}/fd/{fd}") for fd in fds)
+        assert len(fds) == 5, targets  # 0, 1, 2 on /dev/null and the two pipes
+        assert targets.count(L.os.devnull) == 3 and all(t.startswith("pipe:") for t in targets if t != L.os.devnull)
+        assert str(secret) not in targets and held.fileno() > 2

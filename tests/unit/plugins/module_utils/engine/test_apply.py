@@ -7,6 +7,7 @@ import pytest
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.identity import ObjectId
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import apply as a
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.changeset import ChangeSet
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.confinement import compile_policy
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.drift import compile_patterns
 
 
@@ -17,7 +18,9 @@ def desired(name, ignored=False):
 
 def test_one_object_taken_over_is_named_alone():
     assert a.takeover_warning("old", "new", ["ConfigMap apps/a"]) == (
-        "ConfigMap apps/a belonged to stack 'old'; stack 'new' takes it over; if stack 'old' is no longer synced (its "
+        "ConfigMap apps/a belonged to stack 'old'; stack 'new' takes it over; if stack 'old' is still synced, the two "
+        "take it from each other on every run: declare it in one of them only (fail_on_shared: true refuses it); "
+        "if stack 'old' is no longer synced (its "
         "repository, path or stack name changed), delete it with state absent (it deletes only what still carries its "
         "label): while its record declares it, what stack 'new' stops declaring is released to it, not pruned")
 
@@ -26,10 +29,13 @@ def test_many_objects_taken_over_make_one_warning_with_the_first_names():
     names = [f"ConfigMap apps/c{i}" for i in range(8)]
     assert a.takeover_warning("old", "new", names) == (
         "8 objects belonged to stack 'old'; stack 'new' takes them over: ConfigMap apps/c0; ConfigMap apps/c1; "
-        "ConfigMap apps/c2; ConfigMap apps/c3; ConfigMap apps/c4; and 3 more; if stack 'old' is no longer synced (its "
+        "ConfigMap apps/c2; ConfigMap apps/c3; ConfigMap apps/c4; and 3 more; if stack 'old' is still synced, the two "
+        "take them from each other on every run: declare them in one of them only (fail_on_shared: true refuses it); "
+        "if stack 'old' is no longer synced (its "
         "repository, path or stack name changed), delete it with state absent (it deletes only what still carries its "
         "label): while its record declares them, what stack 'new' stops declaring is released to it, not pruned")
-    assert "takes them over: ConfigMap apps/c0; ConfigMap apps/c1; if stack" in a.takeover_warning("old", "new", names[:2])
+    assert "takes them over: ConfigMap apps/c0; ConfigMap apps/c1; if stack 'old' is still" in a.takeover_warning(
+        "old", "new", names[:2])
 
 
 def test_shared_objects_warn_once_per_stack_that_loses_objects():
@@ -49,6 +55,24 @@ def test_shared_objects_fail_with_fail_on_shared():
     with pytest.raises(a.ApplyError, match=r"objects belong to other stacks \(fail_on_shared is set\): "
                                            r"ConfigMap apps/a \(stack 'x'\)"):
         a.shared_objects(objs, snap, SimpleNamespace(fail_on_shared=True, stack="s"), ChangeSet())
+
+
+def test_a_confined_stack_refuses_objects_of_other_stacks_unless_fail_on_shared_is_false():
+    """A tenant's stack (allowed_namespaces...) never takes over what another stack holds in its namespaces."""
+    objs = [desired("a"), desired("mine")]
+    snap = SimpleNamespace(others={objs[0].oid: "platform"})
+    confined = compile_policy({"allowed_namespaces": ["apps"]})
+    with pytest.raises(a.ApplyError, match=r"objects belong to other stacks \(the stack is confined; fail_on_shared: "
+                                           r"false lets it take them over\): ConfigMap apps/a \(stack 'platform'\)"):
+        a.shared_objects(objs, snap, SimpleNamespace(fail_on_shared=None, policy=confined, stack="s"), ChangeSet())
+    changeset = ChangeSet()
+    a.shared_objects(objs, snap, SimpleNamespace(fail_on_shared=False, policy=confined, stack="s"), changeset)
+    assert changeset.warnings[0].startswith("ConfigMap apps/a belonged to stack 'platform'; stack 's' takes it over")
+    changeset = ChangeSet()  # unconfined and unset: taken over with a warning
+    a.shared_objects(objs, snap, SimpleNamespace(fail_on_shared=None, policy=None, stack="s"), changeset)
+    assert len(changeset.warnings) == 1
+    assert [a.refuses_shared(SimpleNamespace(fail_on_shared=f, policy=p)) for f, p in
+            ((None, None), (None, confined), (False, confined), (True, None))] == [False, True, False, True]
 
 
 class PutClient:
