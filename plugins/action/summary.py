@@ -35,7 +35,7 @@ class ActionModule(ActionBase):
         del tmp
         params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]  # raises AnsibleActionFail
         hosts = params["hosts"] if params["hosts"] is not None else list(task_vars.get("ansible_play_hosts_all") or [])
-        active = set(task_vars.get("ansible_play_hosts") or hosts)
+        active = report.active_hosts(task_vars, hosts)
         hostvars = task_vars.get("hostvars") or {}
         clusters = []
         for host in hosts:

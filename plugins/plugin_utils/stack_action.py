@@ -321,11 +321,30 @@ class ModuleRuns:
         # pylint: disable=protected-access
         wrap_async = action._task.async_val and not action._connection.has_native_async
         try:
-            return action._execute_module(module_name=module.name, module_args=module.module_args(action, args, params),
-                                          task_vars=self._task_vars, wrap_async=wrap_async)
+            return with_module_stderr(action._execute_module(
+                module_name=module.name, module_args=module.module_args(action, args, params), task_vars=self._task_vars,
+                wrap_async=wrap_async))
         finally:
             if not wrap_async:  # an async task's wrapper removes the directory when the module is done
                 action._remove_tmp_path(action._connection._shell.tmpdir)
+
+
+def with_module_stderr(result, lines=3, limit=500):
+    """``result`` of a module process, its ``msg`` followed by the last ``lines`` of the process's standard error
+    when the process gave no result (ansible-core's "Module result deserialization failed" / "MODULE FAILURE": an
+    interpreter that does not start, a crash), which ansible-core shows only with ``-vvv``: the cause in the task's
+    message, as a plain module's failure shows it."""
+    stderr = result.get("module_stderr") if isinstance(result, dict) and result.get("failed") else None
+    if not isinstance(stderr, str) or not stderr.strip():
+        return result
+    said = [line.strip() for line in stderr.strip().splitlines() if line.strip()][-lines:]
+    tail = " / ".join(said)
+    if len(tail) > limit:
+        tail = "..." + tail[-limit:]
+    msg = str(result.get("msg") or "the module process failed")
+    if tail not in msg:
+        result = dict(result, msg="%s (the module process said: %s)" % (msg.rstrip(". "), tail))
+    return result
 
 
 def module_process_reasons(action, task_vars):

@@ -228,6 +228,13 @@ def fleet_rows(clusters):
     return [r for r in rows if r[0]] + [r for r in rows if not r[0]]
 
 
+def active_hosts(task_vars, hosts):
+    """The ``hosts`` Ansible has not failed: those of ``ansible_play_hosts`` (every host, when a task outside a play
+    gives none). When every host failed, that list is empty: none is active, and none is called synced."""
+    play = task_vars.get("ansible_play_hosts")
+    return set(hosts) if play is None else set(play) & set(hosts)
+
+
 def fleet_lines(clusters, check_mode=False):
     """The fleet summary: a headline, then (for more than one cluster) the table of :func:`fleet_rows`. In check mode
     the clusters were checked, not synced."""

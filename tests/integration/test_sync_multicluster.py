@@ -327,6 +327,17 @@ def test_unreachable_cluster_fails_alone(env, tmp_path):
     env.steps.append("unreachable")
 
 
+def test_a_cluster_that_fails_before_its_sync_is_never_called_synced(env, tmp_path):
+    """Every cluster failed, this one at the role's argument check: the last lines say so, not "1 cluster synced"."""
+    inventory = write_inventory(tmp_path / "clusters.yml", {
+        "cluster-a": {"stacksync_kubeconfig": kubeconfig_of(env.clusters["cluster-a"]), "stacksync_wait_timeout": "5m"},
+    })
+    run = env.sync(inventory=inventory)
+    assert run.rc != 0 and run.recap["cluster-a"]["failed"] == 1, run.tail()
+    assert "stacksync: 1 of 1 cluster failed (cluster-a), 0 synced" in run.stdout, run.tail()
+    assert "cluster synced" not in run.stdout, run.tail()
+
+
 def test_state_absent_deletes_a_whole_stack_without_its_repo(env):
     step(env, "absent", "check")
     def absent(repo, path):

@@ -8,6 +8,7 @@ from ansible_collections.stacksync.k8s.plugins.plugin_utils.stack_action import 
     run_in_process,
     validate_args,
     validation_message,
+    with_module_stderr,
 )
 
 MANIFESTS = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}", "namespace": "web"}}
@@ -32,6 +33,20 @@ def test_stack_info_arguments_are_validated_as_the_module_validates_them(args, e
         assert message is None and got.validated_parameters == expected.validated_parameters
     else:
         assert error in message, message
+
+
+def test_a_module_process_that_gave_no_result_says_why_in_its_message():
+    """An interpreter that does not start: ansible-core's message says only that no JSON came back."""
+    failed = {"failed": True, "msg": "Module result deserialization failed: No start of json char found",
+              "module_stderr": "pyenv: python3.13: command not found\n\nThe `python3.13' command exists in these "
+                               "Python versions:\n  3.13.1\n", "module_stdout": ""}
+    assert with_module_stderr(failed)["msg"] == (
+        "Module result deserialization failed: No start of json char found (the module process said: pyenv: "
+        "python3.13: command not found / The `python3.13' command exists in these Python versions: / 3.13.1)")
+    assert with_module_stderr(dict(failed, module_stderr="x" * 2000))["msg"].endswith("said: ..." + "x" * 500 + ")")
+    for unchanged in ({"failed": True, "msg": "apply failed"}, {"changed": True, "module_stderr": "a warning"},
+                      {"failed": True, "msg": "boom: a", "module_stderr": "a"}):
+        assert with_module_stderr(unchanged) == unchanged
 
 
 def test_run_in_process_returns_what_the_module_would():

@@ -168,6 +168,15 @@ def test_the_fleet_summary_says_which_clusters_failed_then_shows_the_table():
     assert report.fleet_lines(ok, check_mode=True) == ["stacksync: 1 cluster checked (check mode: nothing was changed) (1 stack)"]
 
 
+def test_when_every_cluster_failed_none_is_called_synced():
+    """ansible_play_hosts holds the hosts not failed: empty when all failed (one before its sync), not "every host"."""
+    assert report.active_hosts({"ansible_play_hosts": []}, ["a", "b"]) == set()
+    assert report.active_hosts({"ansible_play_hosts": ["a"]}, ["a", "b"]) == {"a"}
+    assert report.active_hosts({}, ["a", "b"]) == {"a", "b"}
+    active = report.active_hosts({"ansible_play_hosts": []}, ["c"])
+    assert report.fleet_lines([("c", None, "c" not in active)]) == ["stacksync: 1 of 1 cluster failed (c), 0 synced"]
+
+
 def test_the_fleet_stats_hold_every_cluster_and_the_failures():
     data = report.fleet_stats(fleet())
     assert sorted(data["stacksync"]) == ["a", "b", "c", "d"] and data["stacksync"]["c"] == {}
