@@ -650,7 +650,9 @@ def split_documents(text):
         if line.startswith("---"):
             rest = line[3:].strip()
             if rest and not rest.startswith("#"):
-                raise ValueError(number, "invalid YAML document separator: %s" % rest)
+                # the text is not quoted: it may be a Secret's value
+                raise ValueError(number, "invalid YAML document separator: text follows '---' on its line (start the "
+                                         "document on the next line)")
             chunks.append((start, current))
             current, start = [], number + 1
         else:
