@@ -362,8 +362,9 @@ class ActionModule(ActionBase):
             others = others_of[stack]
             wait = step.stage == "apply" and stack in depended_on
             args = sp.stack_args(step.source, step.commit, step.resources, params, step.phase, wait=wait, others=others)
+            then_wait = step.stage == "apply" and bool(args.get("wait")) and not self._task.check_mode
             res = self._run_stack(dict(args, **plans.stack_plan_args(self._approved, stack, self._emitting)),
-                                  task_vars, announce=self._announcer(step.source, step.commit, step.resources, wait))
+                                  task_vars, announce=self._announcer(step.source, step.commit, step.resources, then_wait))
             took = time.monotonic() - started
             if stack in unread and stack not in seconds:  # its connection was tried first then
                 took += unread[stack][2]
@@ -383,5 +384,6 @@ class ActionModule(ActionBase):
                                results["prune"].get(s["stack"]), phase_all=phase_all,
                                seconds=seconds.get(s["stack"], unread.get(s["stack"], (None, None, 0.0))[2]),
                                blocked=sp.blocked_by(s, failed) if s["stack"] not in results["apply"] else None,
-                               error=error, health_waited=bool(params.get("wait")) or s["stack"] in depended_on)
+                               error=error, health_waited=(bool(params.get("wait")) or s["stack"] in depended_on)
+                               and not self._task.check_mode)
                 for s, commit, resources, error in prepared]

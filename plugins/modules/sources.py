@@ -444,11 +444,12 @@ ansible_facts:
         - One entry per stack, in apply order, with C(stack), C(repo) (credentials removed), C(version), C(path),
           C(commit), C(state), C(objects), C(depends_on), C(changed), C(failed), C(msg), C(pruning) (V(done),
           V(disabled), V(not run) or V(failed)), C(counts) (created, configured, unchanged, pruned, skipped),
-          C(health) (V(not checked) unless the objects written were waited for, else V(healthy) or V(unhealthy)),
+          C(health) (V(not checked) unless the stack's objects, written or unchanged, were waited for -- O(wait), or a
+          stack others depend on, never in check mode -- else V(healthy) or V(unhealthy)),
           C(applied) (the objects written, created or configured; those left unchanged are counted in
           C(counts.unchanged), not listed), C(pruned), C(skipped), C(marked) (marked for pruning, with C(prune_after); see
-          O(prune_grace)), C(unhealthy) (applied objects waited for that are not healthy, with C(health) and
-          C(health_reason)), C(warnings) and C(seconds).
+          O(prune_grace)), C(unhealthy) (objects waited for, written or unchanged, that are not healthy, with C(health)
+          and C(health_reason)), C(warnings) and C(seconds).
       type: list
       elements: dict
       sample: [{"stack": "apps", "commit": "4f1c0e9a1b2c3d4e5f60718293a4b5c6d7e8f901", "counts": {"created": 2,

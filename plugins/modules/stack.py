@@ -170,9 +170,16 @@ options:
     type: str
   wait:
     description:
-      - Wait until the objects written by this run are ready (Deployments, StatefulSets and DaemonSets rolled out,
-        Jobs complete, CRDs established, Namespaces active, PVCs bound, APIServices available, anything else with a
-        C(Ready) condition when it has one).
+      - Wait until every object of the stack the run applies or finds unchanged is ready (Deployments, StatefulSets
+        and DaemonSets rolled out, Jobs complete, CRDs established, Namespaces active, PVCs bound, APIServices
+        available, anything else with a C(Ready) condition when it has one), not only the objects it writes; a run
+        with nothing to write waits too, so a retry after a timeout fails as the first run did. Objects it leaves
+        alone (ignored, V(if-not-present), declared by another source) are not waited for.
+      - Each object is judged first from what the run already read (the apply's answer, the lists of the plan); only
+        those not ready yet are read again, every second, so a run whose objects are all ready makes no extra
+        request. An object that will not become ready without a change (a stalled rollout, a failed Job) fails the
+        run at once.
+      - Not in check mode (nothing is waited for), nor with O(phase=prune).
     type: bool
     default: false
   wait_timeout:
@@ -267,7 +274,7 @@ options:
     description:
       - List the objects left unchanged in RV(applied) too, each with C(action) V(unchanged).
       - By default RV(applied) lists the objects the run created or configured (and, with O(wait), the unchanged ones
-        that are not healthy); the others are counted in RV(counts), as role C(stacksync.k8s.sync) reports them.
+        the wait found not healthy); the others are counted in RV(counts), as role C(stacksync.k8s.sync) reports them.
         Ansible copies a task's result entry by entry several times, so listing 10,000 unchanged objects costs
         about 0.4 s of CPU per run.
     type: bool
@@ -418,7 +425,9 @@ applied:
   description:
     - Desired objects the run created or configured, and what happened to them (V(created) or V(configured)).
       With O(report_unchanged), the objects left unchanged too (V(unchanged)); without it, only those that O(wait)
-      found not healthy (with their C(health)); the others are counted in RV(counts).
+      found not healthy; the others are counted in RV(counts).
+    - With O(wait), each entry carries C(health) (V(Healthy), V(Progressing), V(Degraded), ...) and C(health_reason),
+      what the wait found last.
     - An object configured because the cluster drifted from git carries C(drift), a list of the field managers whose
       changes are reverted (C(manager), C(operation), C(fields) as paths; never values).
     - In check mode, an object the API server could not validate with a dry run carries C(not_validated), the reason

@@ -321,7 +321,8 @@ def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False
     """The ``stacksync_results`` entry of one stack from its apply and prune results (``None``: not run).
 
     ``error``: the stack's source could not be fetched or rendered (nothing of it was applied).
-    ``health_waited``: the apply waited until the objects it wrote were healthy (``health`` says what was found).
+    ``health_waited``: the apply waited (``wait``, not in check mode) until the stack's objects, written or
+    unchanged, were healthy (``health`` says what was found).
 
     With ``phase_all`` the apply result is a single run that applied and pruned (phase all): it is split so
     the entry reads as with two runs.
@@ -363,7 +364,7 @@ def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False
         "pruning": _pruning(source, prune, prune_failed),
         "counts": counts, "applied": written, "pruned": _refs(prune.get("pruned")), "skipped": skipped,
         "marked": _refs(prune.get("marked")),  # prune_grace: marked for pruning, with prune_after
-        "unhealthy": unhealthy, "health": _health(applied, unhealthy, health_waited and not apply_failed),
+        "unhealthy": unhealthy, "health": _health(counts, unhealthy, health_waited and not apply_failed),
         "warnings": _merged(apply.get("warnings"), prune.get("warnings")),
         # phase all: its result stands for both phases, so its diff is listed once
         "diff": [d for d in (apply.get("diff"), None if phase_all else prune.get("diff")) if d],
@@ -371,11 +372,12 @@ def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False
     }
 
 
-def _health(applied, unhealthy, health_waited):
-    """``not checked`` (nothing written was waited for), ``healthy`` or ``unhealthy``."""
+def _health(counts, unhealthy, health_waited):
+    """``unhealthy`` (a wait found objects not healthy), ``healthy`` (the apply waited for the stack's objects,
+    written or unchanged, and found them healthy) or ``not checked`` (no wait, or nothing to wait for)."""
     if unhealthy:
         return "unhealthy"
-    checked = health_waited and any(o.get("action") in ("created", "configured") for o in applied)
+    checked = health_waited and any(counts.get(k) for k in ("created", "configured", "unchanged"))
     return "healthy" if checked else "not checked"
 
 

@@ -83,7 +83,7 @@ def start_line(verb, done, total, manifests, origin, then_wait):
     """
     if verb == "applied":
         line = "applying %s from %s" % (objects(total, manifests), origin)
-        return line + (", then waiting until they are healthy" if then_wait else "")
+        return line + (", then waiting until the stack is healthy" if then_wait else "")
     if verb == "dry-run applied":
         return "checking %s from %s with a server-side dry run" % (objects(total, manifests), origin)
     if verb in ("pruned", "dry-run pruned"):
@@ -92,7 +92,7 @@ def start_line(verb, done, total, manifests, origin, then_wait):
 
 
 def health_text(entry):
-    """The HEALTH column: whether the objects written were checked (``wait``), and what was found."""
+    """The HEALTH column: whether the stack's objects were checked (``wait``), and what was found."""
     if entry.get("health") != UNHEALTHY:
         return entry.get("health") or NOT_CHECKED
     return "%d unhealthy" % len(entry["unhealthy"])

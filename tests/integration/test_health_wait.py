@@ -50,6 +50,27 @@ def test_stack_module_wait_fails_fast_on_progress_deadline_exceeded(tmp_path, ku
     assert r["counts"]["created"] == 2
 
 
+def test_stack_module_wait_covers_the_unchanged_objects_on_a_rerun(tmp_path, kube, ns):
+    # kubernetes.core.k8s `wait: true` fails again on the retry; so must `stack`: a rerun with nothing to write, or
+    # writing only another object, waits for the unchanged Deployment too and fails as the first run did
+    deployment = stalling_deployment("stuck", deadline=600)  # never available, and no fast failure either
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fine"}, "data": {"a": "b"}}
+    variables = {"ns": ns, "stack": "rewait-" + uuid.uuid4().hex[:6], "wait_timeout": 3, "kc": kube.kubeconfig,
+                 "resources": [deployment, cm]}
+    timed_out = f"timed out after 3s waiting for: Deployment.apps {ns}/stuck: Progressing (LessAvailable): Available: 0/1"
+    first = run_play(tmp_path, PLAYBOOK, variables).result
+    assert first.get("failed") and first["msg"].endswith(timed_out), first
+    again = run_play(tmp_path, PLAYBOOK, variables).result
+    assert again.get("failed") and again["msg"] == first["msg"], again
+    assert not again["changed"] and again["counts"]["unchanged"] == 2 and again["counts"]["created"] == 0, again
+    # the unchanged Deployment the wait found not ready is listed, with its health; the healthy ConfigMap is counted
+    assert [(o["name"], o["action"], o["health"]) for o in again["applied"]] == [("stuck", "unchanged", "Progressing")]
+    variables["resources"] = [deployment, dict(cm, data={"a": "changed"})]  # a change elsewhere in the stack
+    changed = run_play(tmp_path, PLAYBOOK, variables).result
+    assert changed.get("failed") and changed["msg"].endswith(timed_out), changed
+    assert sorted((o["name"], o["action"]) for o in changed["applied"]) == [("fine", "configured"), ("stuck", "unchanged")]
+
+
 def test_manager_wait_fails_fast_and_names_the_object(kube, client, ns):
     m = StackManager(client, "health-" + uuid.uuid4().hex[:6], record_namespace=ns, namespace=ns, poll_interval=0.5,
                      wait=True, wait_timeout=WAIT_TIMEOUT)

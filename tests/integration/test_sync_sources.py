@@ -92,7 +92,7 @@ def test_a_stack_is_applied_after_the_stacks_it_depends_on_are_healthy(env, kube
     gadget = client.get(f"/apis/{group}/v1/namespaces/{ns}/gadgets/g1")
     assert gadget["metadata"]["labels"]["stacksync.io/stack"] == apps and gadget["spec"]["size"] == 3
     assert said(run, infra)[0].startswith("applying 1 object from ") and said(run, infra)[0].endswith(
-        ", then waiting until they are healthy")
+        ", then waiting until the stack is healthy")
     lines = run.stdout.splitlines()
     assert lines.index(f"stacksync [the-cluster] stack {infra}: " + said(run, infra)[1]) < lines.index(
         f"stacksync [the-cluster] stack {apps}: " + said(run, apps)[0]), run.tail()
@@ -115,6 +115,60 @@ def test_a_stack_is_applied_after_the_stacks_it_depends_on_are_healthy(env, kube
     run = sync(tmp_path, inventory, [{"repo": repo.url, "path": "apps2", "stack": apps + "-c"},
                                      {"repo": repo.url, "path": "infra2", "stack": infra + "-c"}])
     assert run.rc != 0 and run.summary_rows()["the-cluster"][apps + "-c"]["result"].startswith("FAILED"), run.tail()
+
+
+def unavailable_deployment(name, ns):
+    """A Deployment that never becomes Available: its pods select a node label no node has (the real control plane
+    of the tests has no scheduler anyway)."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"nodeSelector": {"stacksync.io/test-no-such-node": "true"},
+                                           "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}}
+
+
+def test_a_retry_fails_as_the_first_run_while_a_dependency_is_still_unhealthy(env, kube):
+    # run 1 times out waiting for the dependency and does not apply its dependent; run 2, with nothing changed, must
+    # do the same: the dependency's unchanged objects are waited for too (as Flux's dependsOn, kubernetes.core's wait)
+    tmp_path, suffix, client, inventory, cleanup = env
+    ns = f"retry-{suffix}"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("infra/ns.yaml", namespace(ns))
+    repo.write("infra/db.yaml", unavailable_deployment("db", ns))
+    repo.write("apps/cm.yaml", configmap("app", ns, {"k": "v"}))
+    repo.commit("first")
+    cleanup.append(f"/api/v1/namespaces/{ns}")
+    infra, apps = f"infra-{suffix}", f"apps-{suffix}"
+    sources = [{"repo": repo.url, "path": "infra", "stack": infra},
+               {"repo": repo.url, "path": "apps", "stack": apps, "depends_on": [infra]}]
+    timeout = ["-e", "stacksync_wait_timeout=3"]
+    timed_out = f"timed out after 3s waiting for: Deployment.apps {ns}/db: Progressing (LessAvailable): Available: 0/1"
+    for attempt in ("first", "retry"):
+        run = sync(tmp_path, inventory, sources, *timeout)
+        assert run.rc != 0 and run.recap["the-cluster"]["failed"] == 1, (attempt, run.tail())
+        assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/app") is None, attempt  # apps not applied
+        end = said(run, infra)[-1]
+        assert end.startswith("FAILED after ") and end.endswith(timed_out), (attempt, end)
+        assert said(run, apps) == [f"not applied: it depends on {infra}, which failed"], attempt
+        rows = run.summary_rows()["the-cluster"]
+        assert rows[infra]["result"] == "FAILED (pruning not run)" and rows[infra]["health"] == "1 unhealthy", rows
+        assert rows[apps]["result"] == "not applied", rows
+        assert f"  unhealthy Deployment {ns}/db: Progressing (LessAvailable: Available: 0/1)" in run.summaries()[
+            "the-cluster"], (attempt, run.tail())
+    assert rows[infra]["created"] == "0" and rows[infra]["unchanged"] == "2", rows  # the retry wrote nothing
+    # check mode does not wait: it says what a run would apply, and that health was not checked
+    check = sync(tmp_path, inventory, sources, *timeout, "--check")
+    rows = check.summary_rows()["the-cluster"]
+    assert check.rc == 0 and rows[infra]["health"] == "not checked" and rows[apps]["created"] == "1", check.tail()
+    # healthy (the Deployment scaled to 0 is Available): the no-op dependency is checked, and its dependent applied
+    repo.write("infra/db.yaml", dict(unavailable_deployment("db", ns), spec=dict(
+        unavailable_deployment("db", ns)["spec"], replicas=0)))
+    repo.commit("scaled to zero")
+    assert sync(tmp_path, inventory, sources, *timeout).rc == 0
+    run = sync(tmp_path, inventory, sources, *timeout)
+    rows = run.summary_rows()["the-cluster"]
+    assert run.rc == 0 and rows[infra]["unchanged"] == "2" and rows[infra]["health"] == "healthy", run.tail()
+    assert rows[apps]["health"] == "not checked" and rows[apps]["unchanged"] == "1", rows
 
 
 def test_a_failed_dependency_blocks_its_dependents_and_nothing_is_pruned(env, kube):

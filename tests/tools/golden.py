@@ -348,8 +348,8 @@ def page(outputs):
         Each stack prints a line when it starts writing (what it writes, from which commit) and one when it is done
         (what it did, or its error in one line), then a summary table per cluster, and the playbook ends with a
         line (a table, for several clusters) over every cluster. `HEALTH` says `not checked` unless the sync waited
-        for the objects it wrote (`stacksync_wait`, or a stack others depend on). A failed stack fails the sync
-        task itself, with the error as its message; ansible-core 2.19 and later also print where it was called from
+        for the stack's objects, written or unchanged (`stacksync_wait`, or a stack others depend on; not in check
+        mode). A failed stack fails the sync task itself, with the error as its message; ansible-core 2.19 and later also print where it was called from
         (`Origin: ...`: the task of your play that includes the role, or the playbook's). `--diff` shows each
         changed object as YAML, without the annotations the collection stamps, Secret values redacted.
         """)]

@@ -112,7 +112,7 @@ OPTIONS = (
        doc="namespace of the stack's record, key and Lease"),
     _o("record_namespaces", "list", elements="str", info=True, doc="other namespaces holding stacks' records"),
     _o("commit", info=True, doc="the source commit the record stores"),
-    _o("wait", "bool", False, role=True, doc="wait until what the run wrote is ready"),
+    _o("wait", "bool", False, role=True, doc="wait until the stack's objects, written or unchanged, are ready"),
     _o("wait_timeout", "int", 300, role=True, doc="seconds to wait for readiness, a recreate and the Lease"),
     _o("wait_condition", "list", elements="dict", engine="wait_conditions", options=WAIT_CONDITION_SPEC,
        doc="readiness rules replacing a kind's built-in one"),

@@ -9,8 +9,9 @@ on fresh discovery with the facts :mod:`.prune` reads; shared by ``sync``, check
 absent``), then **execute**: nothing if the plan writes nothing (no lock, no write); only the record if nothing else
 changed (a new commit: under the Lease, unless another run recorded meanwhile); else under the stack's Lease plan
 again, widen the record, **apply** (:mod:`.apply`), **wait** (:mod:`.wait`), **prune** (:mod:`.prune`), narrow the
-record. Whether it prunes is the prune gate's (:mod:`.gate`): asked before planning, on the plan (before any write)
-and after the applies. Check mode executes with server-side dry runs.
+record. ``wait`` covers every object the stack applies or finds unchanged, whether the run writes or not. Whether
+it prunes is the prune gate's (:mod:`.gate`): asked before planning, on the plan (before any write) and after the
+applies. Check mode executes with server-side dry runs (and does not wait).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -47,7 +48,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.engine.record import
     record_would_change,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.report import stack_report
-from ansible_collections.stacksync.k8s.plugins.module_utils.health.wait import wait_for
+from ansible_collections.stacksync.k8s.plugins.module_utils.health.wait import awaited, wait_for
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError
 
 #: errors of the steps that end a run with a StackError
@@ -198,21 +199,47 @@ class StackManager(PruneSteps, Verb):
         return fields is not None and not (self.opts.writes_record and record_would_change(self.record.data, self.record.group_kinds, fields))
 
     def _record_only(self, fields):
-        """Under the Lease: a plan that writes no object, only the record (a new commit of the same manifests),
-        saves the record without observing again, if no run recorded anything since it was observed."""
+        """Under the Lease: whether a plan that writes no object, only the record (a new commit of the same
+        manifests), may save the record without observing again: no run recorded anything since it was observed."""
         observed = self.record.data
-        if fields is None or observed is None or not self.opts.writes_record or self.record.load() != observed:
-            return False
-        self.ensure_lock()
-        self.record.save(lastSyncTime=now_rfc3339(), **fields)
-        return True
+        return not (fields is None or observed is None or not self.opts.writes_record or self.record.load() != observed)
 
-    def _result_without_writes(self, plan, changeset, fields):
-        """The ChangeSet of a run that wrote no object (its stack checksum is the record's)."""
+    def _result_without_writes(self, plan, changeset, fields, save_record=False):
+        """The ChangeSet of a run that writes no object (its stack checksum is the record's): with ``wait``, once
+        the stack's objects are ready; ``save_record`` (under the Lease, :meth:`_record_only`): then saves the
+        record. Raises StackError if the wait fails (the record is then left as it is, as by :meth:`execute`)."""
         P.report_plan(plan, changeset, self.opts.applying)
         if plan.prune is not None:  # what waits for its prune grace, deletions of an approved plan that no longer apply
             self._report_later(plan.prune, changeset)
         changeset.checksum = fields["checksum"]
+        self._wait_ready([], plan, changeset)
+        if save_record and not changeset.errors:
+            self.ensure_lock()
+            self.record.save(lastSyncTime=now_rfc3339(), **fields)
+        return self._failed_or(changeset)
+
+    def _wait_ready(self, written, plan, changeset):
+        """With ``wait`` (a run that applies, not a dry run, nothing failed so far): wait until every object of the
+        stack the run applied (``written``) or found unchanged (``plan.unchanged``) is ready, as a retry must fail
+        where the first run failed. Each is judged first from what the apply answered or the plan observed; only
+        those not ready yet are read again (:func:`.wait.wait_for`). Errors go to ``changeset``, healths to its
+        entries."""
+        if not (self.opts.wait and self.opts.applying) or changeset.errors:
+            return
+        objects = awaited(written, plan.unchanged, plan.snap.ours)
+        if not objects:
+            return
+        healths = {}
+        changeset.errors.extend(wait_for(self.client, objects, self.opts.wait_rules, self.opts.wait_timeout,
+                                         self.opts.poll_interval, self.map, healths=healths, progress=self.progress))
+        changeset.record_health(healths)
+
+    def _failed_or(self, changeset):
+        """``changeset``, or a StackError naming its errors (up to 10) when it has any."""
+        if changeset.errors:
+            failed = len(changeset.errors)
+            raise StackError("stack %r: %s%s" % (self.stack, "" if failed == 1 else "%d objects failed: " % failed,
+                                                 "; ".join(changeset.errors[:10])), changeset)
         return changeset
 
     def execute(self, desired, plan, changeset, dry_run, facts):
@@ -237,12 +264,8 @@ class StackManager(PruneSteps, Verb):
         written = applier.apply_all(to_apply, plan.snap.ours, changeset, dry_run)
         if self.opts.applying:  # back in git: its prune mark goes
             self.marker.unmark(unmarks(desired, plan.snap.ours), changeset, dry_run)
-        if self.opts.wait and written and not changeset.errors and not dry_run:
-            healths = {}
-            changeset.errors.extend(wait_for(self.client, written, self.opts.wait_rules, self.opts.wait_timeout,
-                                             self.opts.poll_interval, self.map, healths=healths,
-                                             progress=self.progress))
-            changeset.record_health(healths)
+        if not dry_run:  # check mode does not wait
+            self._wait_ready(written, plan, changeset)
         remaining, pruned_ok = self._prune(plan, changeset, dry_run, facts)
         if self.opts.writes_record and not changeset.errors and not dry_run:
             fields = self._end_fields(desired, plan, remaining, pruned_ok)
@@ -250,11 +273,7 @@ class StackManager(PruneSteps, Verb):
                 fields["lastSyncTime"] = now_rfc3339()
                 self.ensure_lock()
                 self.record.save(**fields)
-        if changeset.errors:
-            failed = len(changeset.errors)
-            raise StackError("stack %r: %s%s" % (self.stack, "" if failed == 1 else "%d objects failed: " % failed,
-                                                 "; ".join(changeset.errors[:10])), changeset)
-        return changeset
+        return self._failed_or(changeset)
 
     # -- public entry points ------------------------------------------------------------------
     def sync(self, resources):
@@ -285,7 +304,7 @@ class StackManager(PruneSteps, Verb):
             with self._locked():
                 cs = self.run.changeset = self._new_attempt(cs)
                 if self._record_only(fields):
-                    return self._result_without_writes(plan, cs, fields)
+                    return self._result_without_writes(plan, cs, fields, save_record=True)
                 key = self._load_key(desired, create=self.opts.applying)
                 if key != first_key:  # created just now: only keyed (Secret) checksums depend on it
                     stamp_all([d for d in desired if is_secret(d.oid)], self.stack, key)

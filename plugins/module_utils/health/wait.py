@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Readiness for ``wait``: the health rules of :mod:`health`, or the user's jmespath rule for a kind.
 
-Pure functions on live objects, and the waiting loop (:func:`wait_for`, the only I/O here). A
-``Failed`` object raises :class:`NotReady` (the waiter fails fast, naming the condition's reason and
-message); :func:`not_ready_reason` says why an object is still being waited for (for the timeout
+Pure functions on live objects, what a run waits for (:func:`awaited`), and the waiting loop (:func:`wait_for`,
+the only I/O here). A ``Failed`` object raises :class:`NotReady` (the waiter fails fast, naming the condition's
+reason and message); :func:`not_ready_reason` says why an object is still being waited for (for the timeout
 message).
 """
 
@@ -90,9 +90,28 @@ def not_ready_reason(oid, obj, user_rules=None):
     return "%s (%s)%s" % (result.health, result.reason, ": " + result.message if result.message else "")
 
 
+def awaited(written, unchanged, ours):
+    """What ``wait`` waits for: every object of the stack the run applied or found unchanged, as ``[(Desired, live
+    object)]`` -- the objects ``written`` (``[(Desired, what the server answered)]``), then the ``unchanged`` ones
+    (``[Desired]``) with the live object the plan observed (``ours``: ``{ObjectId: (info, live object)}``). An
+    unchanged object is waited for as much as a written one (a retry after a timeout must fail as the first run
+    did); :func:`wait_for` judges each from the object given before it reads anything, so a healthy stack costs
+    no request."""
+    seen = set(d.oid for d, _obj in written)
+    out = list(written)
+    for d in unchanged:
+        live = ours.get(d.oid)
+        if live is not None and d.oid not in seen:
+            seen.add(d.oid)
+            out.append((d, live[1]))
+    return out
+
+
 def wait_for(client, written, rules, timeout, poll_interval, map_fn=map, clock=time.time, sleep=time.sleep,
              healths=None, progress=NO_PROGRESS):
-    """Poll the ``[(Desired, live object)]`` just written until every one is ready.
+    """Poll the ``[(Desired, live object)]`` (:func:`awaited`) until every one is ready: each is judged first
+    from the object given (what an apply answered, what the plan observed), and only those not ready yet are
+    read again (GET) after each ``poll_interval``.
 
     Returns the error messages: at once for objects that failed (they will not become ready by
     waiting), or at the timeout one naming every object not ready and why. ``[]`` when all are ready.

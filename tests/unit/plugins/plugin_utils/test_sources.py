@@ -142,14 +142,23 @@ def test_a_stack_whose_source_failed_carries_the_error():
     assert e["msg"] == "stacksync.k8s.manifests: apps/cm.yaml: not YAML"
 
 
-def test_health_says_whether_the_written_objects_were_checked():
+def test_health_says_whether_the_stack_s_objects_were_checked():
     written = {"counts": {"created": 1}, "applied": [cm("a", action="created", health="Healthy")]}
-    unchanged = {"counts": {"unchanged": 1}, "applied": [cm("a", action="unchanged")]}
+    # a wait covers the unchanged objects too: the healthy ones are counted, not listed
+    unchanged = {"counts": {"unchanged": 1}, "applied": []}
     assert sp.stack_entry(SOURCE, COMMIT, 1, written, None, health_waited=True)["health"] == "healthy"
     assert sp.stack_entry(SOURCE, COMMIT, 1, written, None)["health"] == "not checked"
-    assert sp.stack_entry(SOURCE, COMMIT, 1, unchanged, None, health_waited=True)["health"] == "not checked"
-    failed = {"failed": True, "msg": "boom", "counts": {}}
+    assert sp.stack_entry(SOURCE, COMMIT, 1, unchanged, None, health_waited=True)["health"] == "healthy"
+    assert sp.stack_entry(SOURCE, COMMIT, 1, unchanged, None)["health"] == "not checked"
+    nothing = {"counts": {}, "applied": []}  # nothing applied or unchanged: nothing was waited for
+    assert sp.stack_entry(SOURCE, COMMIT, 0, nothing, None, health_waited=True)["health"] == "not checked"
+    failed = {"failed": True, "msg": "boom", "counts": {"unchanged": 1}}
     assert sp.stack_entry(SOURCE, COMMIT, 1, failed, None, health_waited=True)["health"] == "not checked"
+    # a retry after a timeout: the unchanged object the wait found not healthy is listed
+    stuck = {"failed": True, "msg": "timed out", "counts": {"unchanged": 1},
+             "applied": [cm("a", action="unchanged", health="Progressing", health_reason="LessAvailable")]}
+    e = sp.stack_entry(SOURCE, COMMIT, 1, stuck, None, health_waited=True)
+    assert e["health"] == "unhealthy" and [o["name"] for o in e["unhealthy"]] == ["a"]
 
 
 def test_an_entry_lists_the_objects_written_and_counts_the_unchanged():

@@ -70,7 +70,7 @@ def test_the_start_line_says_what_is_being_written():
     origin = "https://h.example/r.git infra @ 0123456789ab"
     assert report.start_line("applied", 1, 3, 40, origin, False) == \
         "applying 3 of 40 objects from https://h.example/r.git infra @ 0123456789ab"
-    assert report.start_line("applied", 1, 3, 40, origin, True).endswith(", then waiting until they are healthy")
+    assert report.start_line("applied", 1, 3, 40, origin, True).endswith(", then waiting until the stack is healthy")
     assert report.start_line("dry-run applied", 1, 3, 40, origin, False).startswith("checking 3 of 40 objects from ")
     assert report.start_line("pruned", 1, 2, 40, origin, False) == "pruning 2 objects"
     assert report.start_line("applied", 1, 1, 1, origin, False).startswith("applying 1 object from ")

@@ -13,7 +13,21 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.engine.lock import L
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.manager import StackError, StackManager
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.record import SECRET_BASE, object_name
 
-from ..simengine import client_of, cm_path, configmap, gone, live, manager, namespace, record_path, secret, sync, unique, writes
+from ..simengine import (
+    client_of,
+    cm_path,
+    configmap,
+    gone,
+    live,
+    manager,
+    namespace,
+    record_path,
+    requests_since,
+    secret,
+    sync,
+    unique,
+    writes,
+)
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
 
@@ -249,3 +263,81 @@ def test_wait_records_the_health_of_what_was_written(client):
     healths = dict((e.oid.name, e.extra.get("health")) for e in cs.entries)
     assert healths == {ns: "Healthy", "c0": "Healthy"}
     assert [e.ref()["health"] for e in cs.entries] == ["Healthy", "Healthy"]
+
+
+def unavailable_deployment(name, ns):
+    """A Deployment that never becomes Available: its pods select a node label no node has."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"nodeSelector": {"stacksync.io/test-no-such-node": "true"},
+                                           "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}}
+
+
+def healths_of(changeset):
+    return dict((e.oid.name, e.extra.get("health")) for e in changeset.entries)
+
+
+def test_wait_covers_the_unchanged_objects_a_rerun_after_a_timeout_fails_as_the_first(kubesim, client):
+    ns, stack = unique("m-rewait"), unique("s")
+    objects = [namespace(ns), unavailable_deployment("db", ns), configmap("c0", ns)]
+    timed_out = f"timed out after 1s waiting for: Deployment.apps {ns}/db: Progressing (LessAvailable): Available: 0/1"
+    with pytest.raises(StackError) as first:
+        sync(client, stack, objects, wait=True, wait_timeout=1, commit="one")
+    assert str(first.value) == f"stack {stack!r}: {timed_out}"
+    # the retry: no object to write, the Deployment still not available -- it fails the same way, writing no object,
+    # and the record (which a failed wait does not complete) is left as it is
+    record = live(client, record_path(stack))["data"]
+    start = len(kubesim.requests)
+    with pytest.raises(StackError) as again:
+        sync(client, stack, objects, wait=True, wait_timeout=1, commit="one")
+    assert str(again.value) == str(first.value)
+    assert [w for w in writes(kubesim, start) if "/leases" not in w[1]] == []
+    assert live(client, record_path(stack))["data"] == record
+    cs = again.value.changeset
+    assert [e.action for e in cs.entries] == [UNCHANGED] * 3
+    assert healths_of(cs) == {ns: "Healthy", "db": "Progressing", "c0": "Healthy"}
+    # the unchanged Deployment is listed in `applied` (not healthy), the healthy unchanged ones only counted
+    assert [o["name"] for o in cs.result(unchanged=False)["applied"]] == ["db"]
+    # only the Deployment was read again while waited for: the others were judged from what the plan observed
+    reads = [r["path"] for r in requests_since(kubesim, start) if r["method"] == "GET" and not r.get("query")]
+    assert set(p for p in reads if "/deployments" in p or "/configmaps/c0" in p or p.endswith("/namespaces/" + ns)) == {
+        f"/apis/apps/v1/namespaces/{ns}/deployments/db"}
+
+
+def test_a_record_only_run_with_wait_fails_on_an_unhealthy_object_and_leaves_the_record(kubesim, client):
+    ns, stack = unique("m-rewait2"), unique("s")
+    objects = [namespace(ns), unavailable_deployment("db", ns)]
+    with pytest.raises(StackError):
+        sync(client, stack, objects, wait=True, wait_timeout=1, commit="one")
+    sync(client, stack, objects, commit="one")  # without wait: recorded
+    with pytest.raises(StackError, match=f"timed out after 1s waiting for: Deployment.apps {ns}/db"):
+        sync(client, stack, objects, wait=True, wait_timeout=1, commit="two")
+    assert live(client, record_path(stack))["data"]["commit"] == "one"
+    # a change of one object: the unchanged Deployment is waited for too
+    with pytest.raises(StackError, match=f"waiting for: Deployment.apps {ns}/db") as e:
+        sync(client, stack, [*objects, configmap("new", ns)], wait=True, wait_timeout=1, commit="two")
+    assert healths_of(e.value.changeset)["db"] == "Progressing"
+    assert ("created", "new") in [(x.action, x.oid.name) for x in e.value.changeset.entries]
+
+
+def test_a_healthy_noop_with_wait_reads_no_more_than_one_without(kubesim, client):
+    ns, stack = unique("m-noopwait"), unique("s")
+    sync(client, stack, stack_objects(ns), wait=True, wait_timeout=10)
+    start = len(kubesim.requests)
+    sync(client, stack, stack_objects(ns))
+    plain = len(kubesim.requests) - start
+    start = len(kubesim.requests)
+    cs = sync(client, stack, stack_objects(ns), wait=True, wait_timeout=10)
+    assert len(kubesim.requests) - start == plain and writes(kubesim, start) == []
+    assert set(healths_of(cs).values()) == {"Healthy"} and cs.result(unchanged=False)["applied"] == []
+
+
+def test_check_mode_and_phase_prune_do_not_wait(kubesim, client):
+    ns, stack = unique("m-nowait"), unique("s")
+    objects = [namespace(ns), unavailable_deployment("db", ns)]
+    with pytest.raises(StackError):
+        sync(client, stack, objects, wait=True, wait_timeout=1)
+    for options in (dict(check_mode=True), dict(phase="prune")):
+        cs = sync(client, stack, objects, wait=True, wait_timeout=1, **options)
+        assert cs.errors == [] and healths_of(cs) == {ns: None, "db": None}, options
