@@ -426,7 +426,8 @@ stacksync_results:
   type: list
   elements: dict
   sample: [{"stack": "apps", "failed": true, "msg": "Kubeconfig file not found: /etc/prod.kubeconfig (check kubeconfig)",
-            "counts": {"created": 0, "configured": 0, "unchanged": 0, "pruned": 0, "skipped": 0}, "pruning": "not run"}]
+            "counts": {"created": 0, "configured": 0, "recreated": 0, "unchanged": 0, "pruned": 0, "skipped": 0},
+            "pruning": "not run"}]
 ansible_facts:
   description: Facts set by the task.
   returned: success, unless role stacksync.k8s.sync runs the task
@@ -436,16 +437,17 @@ ansible_facts:
       description:
         - One entry per stack, in apply order, with C(stack), C(repo) (credentials removed), C(version), C(path),
           C(commit), C(state), C(objects), C(depends_on), C(changed), C(failed), C(msg), C(pruning) (V(done),
-          V(disabled), V(not run) or V(failed)), C(counts) (created, configured, unchanged, pruned, skipped),
+          V(disabled), V(not run) or V(failed)), C(counts) (created, configured, recreated, unchanged, pruned, skipped),
           C(health) (V(not checked) unless the objects written were waited for, else V(healthy) or V(unhealthy)),
-          C(applied) (the objects written, created or configured; those left unchanged are counted in
+          C(applied) (the objects written, created, configured or recreated -- deleted and created again because an
+          immutable field changed, with C(reason) --; those left unchanged are counted in
           C(counts.unchanged), not listed), C(pruned), C(skipped), C(marked) (marked for pruning, with C(prune_after); see
           O(prune_grace)), C(unhealthy) (applied objects waited for that are not healthy, with C(health) and
           C(health_reason)), C(warnings) and C(seconds).
       type: list
       elements: dict
       sample: [{"stack": "apps", "commit": "4f1c0e9a1b2c3d4e5f60718293a4b5c6d7e8f901", "counts": {"created": 2,
-                "configured": 0, "unchanged": 40, "pruned": 1, "skipped": 0}, "pruning": "done", "failed": false}]
+                "configured": 0, "recreated": 0, "unchanged": 40, "pruned": 1, "skipped": 0}, "pruning": "done", "failed": false}]
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402

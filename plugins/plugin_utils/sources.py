@@ -340,7 +340,7 @@ def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False
                 continue
             seen.add(key)
             skipped.append(o)
-    counts = dict((k, int((apply.get("counts") or {}).get(k, 0))) for k in ("created", "configured", "unchanged"))
+    counts = dict((k, int((apply.get("counts") or {}).get(k, 0))) for k in ("created", "configured", "recreated", "unchanged"))
     counts["pruned"] = int((prune.get("counts") or {}).get("pruned", 0))
     counts["skipped"] = len(skipped)
     applied = _refs(apply.get("applied"))
@@ -375,7 +375,7 @@ def _health(applied, unhealthy, health_waited):
     """``not checked`` (nothing written was waited for), ``healthy`` or ``unhealthy``."""
     if unhealthy:
         return "unhealthy"
-    checked = health_waited and any(o.get("action") in ("created", "configured") for o in applied)
+    checked = health_waited and any(o.get("action") in ("created", "configured", "recreated") for o in applied)
     return "healthy" if checked else "not checked"
 
 

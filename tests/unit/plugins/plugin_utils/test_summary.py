@@ -79,6 +79,26 @@ def test_the_start_line_says_what_is_being_written():
 
 
 # -- the summary --------------------------------------------------------------------------------------
+def test_a_recreated_object_is_counted_listed_and_shown_in_a_column_of_its_own():
+    res = {"counts": {"created": 0, "configured": 1, "recreated": 1, "unchanged": 4}}
+    assert report.outcome_line("apps", res, 1.25, "apply") == "configured 1, recreated 1, unchanged 4 in 1.2 s"
+    assert report.outcome_line("apps", res, 0.5, "apply", check_mode=True) == \
+        "would configure 1, recreate 1, leave 4 unchanged (0.5 s)"
+    why = "immutable field(s) spec.selector changed (the server said: field is immutable)"
+    applied = [cm("a", action="configured"), dict(cm("web"), kind="Deployment", action="recreated", reason=why)]
+    e = sp.stack_entry(SOURCE, COMMIT, 6, dict(res, applied=applied), {"counts": {"pruned": 0}}, seconds=2.0)
+    assert e["counts"]["recreated"] == 1
+    lines = report.summary_lines("c1", [e])
+    assert lines[1].split() == [c.upper() for c in report.COLUMNS[:4]] + ["RECREATED"] + [
+        c.upper() for c in report.COLUMNS[4:]]
+    assert lines[2].split()[:7] == ["apps", COMMIT[:12], "0", "1", "1", "4", "0"]
+    assert lines[3:] == ["  apps:", "    configured ConfigMap web/a", "    recreated Deployment web/web: " + why]
+    # without a recreated object, the table has its usual columns
+    plain = sp.stack_entry(SOURCE, COMMIT, 1, {"counts": {"created": 1}}, {"counts": {"pruned": 0}})
+    assert report.summary_lines("c1", [plain])[1].split() == [c.upper() for c in report.COLUMNS]
+    assert report.fleet_rows([("c1", [e], False)])[0][1][4] == "6"  # synced: recreated ones too
+
+
 def test_summary_table_and_details():
     written = [cm(f"cm{i:02d}", action="created") for i in range(23)]
     e1 = sp.stack_entry(SOURCE, COMMIT, 23, {"counts": {"created": 23}, "applied": written}, {"counts": {"pruned": 0}},

@@ -247,7 +247,7 @@ IMMUTABLE_CAUSES = [
 @pytest.mark.parametrize("field,message", IMMUTABLE_CAUSES)
 def test_the_api_servers_immutable_field_refusals_are_recognised(field, message):
     assert client_mod.immutable_message(message)
-    assert ApiError(422, "Invalid", "X is invalid: %s: %s" % (field, message),
+    assert ApiError(422, "Invalid", f"X is invalid: {field}: {message}",
                     [{"reason": "FieldValueInvalid", "message": message, "field": field}]).immutable_fields() == [field]
 
 
