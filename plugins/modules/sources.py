@@ -443,7 +443,8 @@ ansible_facts:
           immutable field changed, with C(reason) --; those left unchanged are counted in
           C(counts.unchanged), not listed), C(pruned), C(skipped), C(marked) (marked for pruning, with C(prune_after); see
           O(prune_grace)), C(unhealthy) (applied objects waited for that are not healthy, with C(health) and
-          C(health_reason)), C(warnings) and C(seconds).
+          C(health_reason)), C(warnings), C(seconds) (the time of its runs) and C(lock_wait) (the seconds they waited for the
+          stack's lock held by another run, apart from C(seconds)).
       type: list
       elements: dict
       sample: [{"stack": "apps", "commit": "4f1c0e9a1b2c3d4e5f60718293a4b5c6d7e8f901", "counts": {"created": 2,

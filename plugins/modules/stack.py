@@ -523,6 +523,14 @@ counts:
   type: dict
   sample: {"created": 1, "configured": 2, "recreated": 0, "unchanged": 10, "pruned": 1, "skipped": 0, "terminating": 0,
            "released": 0, "marked": 0, "unmarked": 0}
+lock_wait:
+  description:
+    - Seconds the run waited for the stack's lock (its Lease) held by another run (0 if it did not wait); the wait is
+      said at once (a C(-v) line, and a line of role C(stacksync.k8s.sync)) naming the holder and when its Lease
+      expires, and as a warning once the lock is held. A run that was interrupted holds it until its Lease expires.
+  returned: always
+  type: float
+  sample: 0.0
 failed_phase:
   description: V(prune) when the run failed because the prune was refused before any write (an empty desired set
     without O(allow_empty), or more deletions than O(max_prune) allows). A run an O(approved_plan) refuses fails

@@ -317,11 +317,12 @@ def _prune_failed(result):
 
 
 def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False, seconds=0.0, blocked=None,
-                error=None, health_waited=False):
+                error=None, health_waited=False, lock_wait=0.0):
     """The ``stacksync_results`` entry of one stack from its apply and prune results (``None``: not run).
 
     ``error``: the stack's source could not be fetched or rendered (nothing of it was applied).
     ``health_waited``: the apply waited until the objects it wrote were healthy (``health`` says what was found).
+    ``seconds``: the time of its runs, without ``lock_wait``, the seconds they waited for another run's lock.
 
     With ``phase_all`` the apply result is a single run that applied and pruned (phase all): it is split so
     the entry reads as with two runs.
@@ -367,7 +368,7 @@ def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False
         "warnings": _merged(apply.get("warnings"), prune.get("warnings")),
         # phase all: its result stands for both phases, so its diff is listed once
         "diff": [d for d in (apply.get("diff"), None if phase_all else prune.get("diff")) if d],
-        "seconds": round(seconds, 2),
+        "seconds": round(seconds, 2), "lock_wait": round(lock_wait, 2),
     }
 
 

@@ -70,10 +70,17 @@ def outcome_line(stack, res, seconds, phase, check_mode=False):
         verb = "pruned" if phase == "prune" else "deleted"
         if check_mode:
             return "would %s %s (%.1f s)" % (verb[:-1], objects(counts.get("pruned", 0)), seconds)
-        return "%s %s in %.1f s" % (verb, objects(counts.get("pruned", 0)), seconds)
+        return "%s %s in %.1f s%s" % (verb, objects(counts.get("pruned", 0)), seconds, waited_text(res))
     keys = ("created", "configured", "recreated", "unchanged", "skipped") + (("pruned",) if phase == "all" else ())
     said = _counted(counts, keys, check_mode)
-    return "%s (%.1f s)" % (said, seconds) if check_mode else "%s in %.1f s" % (said, seconds)
+    line = "%s (%.1f s)" % (said, seconds) if check_mode else "%s in %.1f s" % (said, seconds)
+    return line + waited_text(res)
+
+
+def waited_text(res):
+    """``, after waiting 58 s for another run's lock`` when the run waited for it (its ``lock_wait``), else ``""``."""
+    waited = float(res.get("lock_wait") or 0.0)
+    return ", after waiting %.0f s for another run's lock" % waited if waited >= 0.5 else ""
 
 
 def start_line(verb, done, total, manifests, origin, then_wait):

@@ -71,6 +71,7 @@ class ChangeSet:
         self.errors = []
         self.diff = []
         self.checksum = None
+        self.lock_wait = 0.0  # seconds the run waited for another run's Lease of the stack
 
     def add(self, oid, api_version, action, phase, code=None, reason=None, **extra):
         entry = Entry(oid, api_version, action, phase, code, reason, dict(extra))
@@ -147,4 +148,5 @@ class ChangeSet:
         applied = self.applied if unchanged else self.reported_applied()
         return dict(changed=self.changed, applied=applied, pruned=self.pruned, skipped_objects=self.skipped,
                     terminating=self.terminating, released=self.released, marked=self.marked,
-                    unmarked=self._refs(UNMARKED), checksum=self.checksum, counts=self.counts)
+                    unmarked=self._refs(UNMARKED), checksum=self.checksum, counts=self.counts,
+                    lock_wait=self.lock_wait)

@@ -54,6 +54,15 @@ def test_the_end_line_counts_what_happened_and_only_that():
         "would create 2, leave 4 unchanged, prune 1, skip 1 (0.5 s)"
 
 
+def test_the_end_line_tells_the_wait_for_another_runs_lock_apart():
+    res = {"counts": {"configured": 522, "unchanged": 79}, "lock_wait": 58.3}
+    assert report.outcome_line("big", res, 1.2, "apply") == \
+        "configured 522, unchanged 79 in 1.2 s, after waiting 58 s for another run's lock"
+    assert report.outcome_line("big", dict(res, lock_wait=0.1), 1.2, "apply") == "configured 522, unchanged 79 in 1.2 s"
+    e = sp.stack_entry(SOURCE, COMMIT, 601, res, {"counts": {"pruned": 0}}, seconds=1.2, lock_wait=58.3)
+    assert (e["seconds"], e["lock_wait"]) == (1.2, 58.3)
+
+
 def test_a_prune_run_that_deleted_nothing_prints_nothing():
     assert report.outcome_line("apps", {"counts": {"pruned": 0}}, 0.1, "prune") is None
     assert report.outcome_line("apps", {"counts": {"pruned": 3}}, 0.1, "prune") == "pruned 3 objects in 0.1 s"
