@@ -334,6 +334,8 @@ class ActionModule(ActionBase):
                 said.append(verb)
                 self._say(source["stack"], report.start_line(verb, done, total, len(resources or []), origin,
                                                              then_wait))
+        # the run's own lines (waiting for the stack's lock), as they happen
+        announce.note = lambda text: self._say(source["stack"], report.own_words(source["stack"], text))
         return announce
 
     # -- the sync: the steps of plugin_utils/sources.next_step (apply in order, then prune in reverse) -------------
@@ -346,7 +348,7 @@ class ActionModule(ActionBase):
             if unreachable and not error:  # its cluster could not be reached: its run would try as long again
                 prepared[i] = (source, commit, resources, unreachable)
         declarations = dict((s["stack"], sp.declared(r)) for s, _c, r, e in prepared if s["state"] == "present" and not e)
-        done, results, seconds, others_of = {}, {"apply": {}, "prune": {}}, {}, {}
+        done, results, seconds, others_of, lock_waits = {}, {"apply": {}, "prune": {}}, {}, {}, {}
         step = sp.next_step(prepared, done)
         while step is not None:
             stack = step.source["stack"]
@@ -365,7 +367,10 @@ class ActionModule(ActionBase):
             then_wait = step.stage == "apply" and bool(args.get("wait")) and not self._task.check_mode
             res = self._run_stack(dict(args, **plans.stack_plan_args(self._approved, stack, self._emitting)),
                                   task_vars, announce=self._announcer(step.source, step.commit, step.resources, then_wait))
-            took = time.monotonic() - started
+            # the wait for another run's lock is told apart from the run's own time
+            lock_wait = min(float(res.get("lock_wait") or 0.0), time.monotonic() - started)
+            took = time.monotonic() - started - lock_wait
+            lock_waits[stack] = lock_waits.get(stack, 0.0) + lock_wait
             if stack in unread and stack not in seconds:  # its connection was tried first then
                 took += unread[stack][2]
             seconds[stack] = seconds.get(stack, 0.0) + took
@@ -383,6 +388,7 @@ class ActionModule(ActionBase):
         return [sp.stack_entry(s, commit, len(resources or []), results["apply"].get(s["stack"]),
                                results["prune"].get(s["stack"]), phase_all=phase_all,
                                seconds=seconds.get(s["stack"], unread.get(s["stack"], (None, None, 0.0))[2]),
+                               lock_wait=lock_waits.get(s["stack"], 0.0),
                                blocked=sp.blocked_by(s, failed) if s["stack"] not in results["apply"] else None,
                                error=error, health_waited=(bool(params.get("wait")) or s["stack"] in depended_on)
                                and not self._task.check_mode)

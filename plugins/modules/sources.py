@@ -433,7 +433,8 @@ stacksync_results:
   type: list
   elements: dict
   sample: [{"stack": "apps", "failed": true, "msg": "Kubeconfig file not found: /etc/prod.kubeconfig (check kubeconfig)",
-            "counts": {"created": 0, "configured": 0, "unchanged": 0, "pruned": 0, "skipped": 0}, "pruning": "not run"}]
+            "counts": {"created": 0, "configured": 0, "recreated": 0, "unchanged": 0, "pruned": 0, "skipped": 0},
+            "pruning": "not run"}]
 ansible_facts:
   description: Facts set by the task.
   returned: success, unless role stacksync.k8s.sync runs the task
@@ -443,17 +444,19 @@ ansible_facts:
       description:
         - One entry per stack, in apply order, with C(stack), C(repo) (credentials removed), C(version), C(path),
           C(commit), C(state), C(objects), C(depends_on), C(changed), C(failed), C(msg), C(pruning) (V(done),
-          V(disabled), V(not run) or V(failed)), C(counts) (created, configured, unchanged, pruned, skipped),
+          V(disabled), V(not run) or V(failed)), C(counts) (created, configured, recreated, unchanged, pruned, skipped),
           C(health) (V(not checked) unless the stack's objects, written or unchanged, were waited for -- O(wait), or a
           stack others depend on, never in check mode -- else V(healthy) or V(unhealthy)),
-          C(applied) (the objects written, created or configured; those left unchanged are counted in
+          C(applied) (the objects written, created, configured or recreated -- deleted and created again because an
+          immutable field changed, with C(reason) --; those left unchanged are counted in
           C(counts.unchanged), not listed), C(pruned), C(skipped), C(marked) (marked for pruning, with C(prune_after); see
           O(prune_grace)), C(unhealthy) (objects waited for, written or unchanged, that are not healthy, with C(health)
-          and C(health_reason)), C(warnings) and C(seconds).
+          and C(health_reason)), C(warnings), C(seconds) (the time of its runs) and C(lock_wait) (the seconds they
+          waited for the stack's lock held by another run, apart from C(seconds)).
       type: list
       elements: dict
       sample: [{"stack": "apps", "commit": "4f1c0e9a1b2c3d4e5f60718293a4b5c6d7e8f901", "counts": {"created": 2,
-                "configured": 0, "unchanged": 40, "pruned": 1, "skipped": 0}, "pruning": "done", "failed": false}]
+                "configured": 0, "recreated": 0, "unchanged": 40, "pruned": 1, "skipped": 0}, "pruning": "done", "failed": false}]
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402

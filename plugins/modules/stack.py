@@ -140,6 +140,15 @@ options:
         the object and field.
       - This includes a kind that lets only some of its fields change and refuses any other change whole, like a
         StatefulSet's C(volumeClaimTemplates), C(serviceName) or C(podManagementPolicy) (the field named is C(spec)).
+      - A refusal counts as one of an immutable field when the API server says so in the words of its validation --
+        C(field is immutable) (a Deployment's or Job's C(selector), a Job's C(template), a Secret's C(type), a
+        ConfigMap or Secret set C(immutable)), C(may not change once set) (a Service's C(clusterIP)), C(cannot change
+        roleRef) (a RoleBinding's), C(is immutable after creation), C(fields other than ...), C(updates to ... are
+        forbidden).
+      - A recreated object is reported as V(recreated) (in check mode too, as what the run would do), counted under
+        C(recreated) in RV(counts), and a warning names it and the field the server refused to change. Deleting it
+        deletes what it owns (with C(Foreground) propagation, a Deployment's Pods, a Job's Pods), and a Service gets a
+        new cluster IP unless git sets one.
     type: bool
     default: false
   record_namespace:
@@ -423,7 +432,9 @@ EXAMPLES = r"""
 RETURN = r"""
 applied:
   description:
-    - Desired objects the run created or configured, and what happened to them (V(created) or V(configured)).
+    - Desired objects the run created or configured, and what happened to them (V(created), V(configured), or
+      V(recreated) -- deleted and created again because an immutable field changed (O(recreate_on_immutable)), with
+      C(reason), the field and the server's message).
       With O(report_unchanged), the objects left unchanged too (V(unchanged)); without it, only those that O(wait)
       found not healthy; the others are counted in RV(counts).
     - With O(wait), each entry carries C(health) (V(Healthy), V(Progressing), V(Degraded), ...) and C(health_reason),
@@ -523,8 +534,16 @@ counts:
   description: Number of objects per outcome.
   returned: always
   type: dict
-  sample: {"created": 1, "configured": 2, "unchanged": 10, "pruned": 1, "skipped": 0, "terminating": 0, "released": 0,
-           "marked": 0, "unmarked": 0}
+  sample: {"created": 1, "configured": 2, "recreated": 0, "unchanged": 10, "pruned": 1, "skipped": 0, "terminating": 0,
+           "released": 0, "marked": 0, "unmarked": 0}
+lock_wait:
+  description:
+    - Seconds the run waited for the stack's lock (its Lease) held by another run (0 if it did not wait); the wait is
+      said at once (a C(-v) line, and a line of role C(stacksync.k8s.sync)) naming the holder and when its Lease
+      expires, and as a warning once the lock is held. A run that was interrupted holds it until its Lease expires.
+  returned: always
+  type: float
+  sample: 0.0
 failed_phase:
   description: V(prune) when the run failed because the prune was refused before any write (an empty desired set
     without O(allow_empty), or more deletions than O(max_prune) allows). A run an O(approved_plan) refuses fails

@@ -317,12 +317,13 @@ def _prune_failed(result):
 
 
 def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False, seconds=0.0, blocked=None,
-                error=None, health_waited=False):
+                error=None, health_waited=False, lock_wait=0.0):
     """The ``stacksync_results`` entry of one stack from its apply and prune results (``None``: not run).
 
     ``error``: the stack's source could not be fetched or rendered (nothing of it was applied).
     ``health_waited``: the apply waited (``wait``, not in check mode) until the stack's objects, written or
     unchanged, were healthy (``health`` says what was found).
+    ``seconds``: the time of its runs, without ``lock_wait``, the seconds they waited for another run's lock.
 
     With ``phase_all`` the apply result is a single run that applied and pruned (phase all): it is split so
     the entry reads as with two runs.
@@ -341,7 +342,7 @@ def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False
                 continue
             seen.add(key)
             skipped.append(o)
-    counts = dict((k, int((apply.get("counts") or {}).get(k, 0))) for k in ("created", "configured", "unchanged"))
+    counts = dict((k, int((apply.get("counts") or {}).get(k, 0))) for k in ("created", "configured", "recreated", "unchanged"))
     counts["pruned"] = int((prune.get("counts") or {}).get("pruned", 0))
     counts["skipped"] = len(skipped)
     applied = _refs(apply.get("applied"))
@@ -368,7 +369,7 @@ def stack_entry(source, commit, objects, apply=None, prune=None, phase_all=False
         "warnings": _merged(apply.get("warnings"), prune.get("warnings")),
         # phase all: its result stands for both phases, so its diff is listed once
         "diff": [d for d in (apply.get("diff"), None if phase_all else prune.get("diff")) if d],
-        "seconds": round(seconds, 2),
+        "seconds": round(seconds, 2), "lock_wait": round(lock_wait, 2),
     }
 
 
@@ -377,7 +378,7 @@ def _health(counts, unhealthy, health_waited):
     written or unchanged, and found them healthy) or ``not checked`` (no wait, or nothing to wait for)."""
     if unhealthy:
         return "unhealthy"
-    checked = health_waited and any(counts.get(k) for k in ("created", "configured", "unchanged"))
+    checked = health_waited and any(counts.get(k) for k in ("created", "configured", "recreated", "unchanged"))
     return "healthy" if checked else "not checked"
 
 

@@ -221,9 +221,10 @@ class StackModule(EngineModule):
 
     def runner(self, task, prefetch=None, announce=None, shared=None):
         def run(params, warn):
-            # told of the run's progress: ``-v`` lines, and ``announce`` (the sources action's lines) too
-            progress = tee(Progress(display.v, interval_from_env(os.environ), prefix="stack %s: " % params["name"]),
-                           announce)
+            # told of the run's progress: ``announce`` (the sources action's lines: its start line comes first), and
+            # ``-v`` lines
+            progress = tee(announce, Progress(display.v, interval_from_env(os.environ),
+                                              prefix="stack %s: " % params["name"]))
             return run_stack(params, check_mode=bool(task.check_mode), diff=bool(task.diff), warn=warn,
                              verbosity=display.verbosity, progress=progress, prefetch=prefetch, shared=shared)
         return run

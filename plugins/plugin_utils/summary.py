@@ -19,7 +19,8 @@ ONE_LINE = 200  # characters of an error shown in a line (the task's message has
 NOT_CHECKED, HEALTHY, UNHEALTHY = "not checked", "healthy", "unhealthy"
 
 #: the counts of a run's end line, and how check mode says them
-COUNT_WORDS = (("created", "create %d"), ("configured", "configure %d"), ("unchanged", "leave %d unchanged"),
+COUNT_WORDS = (("created", "create %d"), ("configured", "configure %d"), ("recreated", "recreate %d"),
+               ("unchanged", "leave %d unchanged"),
                ("pruned", "prune %d"), ("skipped", "skip %d"))
 
 
@@ -69,10 +70,17 @@ def outcome_line(stack, res, seconds, phase, check_mode=False):
         verb = "pruned" if phase == "prune" else "deleted"
         if check_mode:
             return "would %s %s (%.1f s)" % (verb[:-1], objects(counts.get("pruned", 0)), seconds)
-        return "%s %s in %.1f s" % (verb, objects(counts.get("pruned", 0)), seconds)
-    keys = ("created", "configured", "unchanged", "skipped") + (("pruned",) if phase == "all" else ())
+        return "%s %s in %.1f s%s" % (verb, objects(counts.get("pruned", 0)), seconds, waited_text(res))
+    keys = ("created", "configured", "recreated", "unchanged", "skipped") + (("pruned",) if phase == "all" else ())
     said = _counted(counts, keys, check_mode)
-    return "%s (%.1f s)" % (said, seconds) if check_mode else "%s in %.1f s" % (said, seconds)
+    line = "%s (%.1f s)" % (said, seconds) if check_mode else "%s in %.1f s" % (said, seconds)
+    return line + waited_text(res)
+
+
+def waited_text(res):
+    """``, after waiting 58 s for another run's lock`` when the run waited for it (its ``lock_wait``), else ``""``."""
+    waited = float(res.get("lock_wait") or 0.0)
+    return ", after waiting %.0f s for another run's lock" % waited if waited >= 0.5 else ""
 
 
 def start_line(verb, done, total, manifests, origin, then_wait):
@@ -112,6 +120,10 @@ def _listed(lines, objects, describe, limit=LIST_LIMIT):
 
 COLUMNS = ("stack", "commit", "created", "configured", "unchanged", "pruned", "skipped", "health", "seconds",
            "result")
+#: the column of objects deleted and created again (recreate_on_immutable): shown when a stack has one
+RECREATED_COLUMN = "recreated"
+#: the actions of the objects a run wrote, as the summary lists them
+WRITTEN = ("created", "configured", "recreated")
 
 
 def result_text(entry):
@@ -124,10 +136,19 @@ def result_text(entry):
     return result if entry["pruning"] == "done" else "%s (pruning %s)" % (result, entry["pruning"])
 
 
-def _row(entry):
+def _columns(entries):
+    """:data:`COLUMNS`, with :data:`RECREATED_COLUMN` after ``configured`` when an entry counts a recreated object."""
+    if not any(e["counts"].get(RECREATED_COLUMN) for e in entries):
+        return COLUMNS
+    at = COLUMNS.index("configured") + 1
+    return (*COLUMNS[:at], RECREATED_COLUMN, *COLUMNS[at:])
+
+
+def _row(entry, columns=COLUMNS):
     c = entry["counts"]
-    return (entry["stack"], entry["commit"][:12] or "-", c["created"], c["configured"], c["unchanged"], c["pruned"],
-            c["skipped"], health_text(entry), "%.1f" % entry["seconds"], result_text(entry))
+    cells = {"stack": entry["stack"], "commit": entry["commit"][:12] or "-", "health": health_text(entry),
+             "seconds": "%.1f" % entry["seconds"], "result": result_text(entry)}
+    return tuple(cells[k] if k in cells else c.get(k, 0) for k in columns)
 
 
 def table(rows, left=(0, 1)):
@@ -143,8 +164,9 @@ def _details(entry):
     if entry["failed"]:
         said = one_line(own_words(entry["stack"], entry["msg"] or "failed"))
         details.append("  " + said if said.startswith("not applied") else "  error: " + said)
-    written = [o for o in entry["applied"] if o.get("action") in ("created", "configured")]
-    _listed(details, written, lambda o: "%s %s" % (o.get("action"), _ref_text(o)))
+    written = [o for o in entry["applied"] if o.get("action") in WRITTEN]
+    _listed(details, written, lambda o: "%s %s%s" % (o.get("action"), _ref_text(o), (
+        ": " + one_line(o["reason"])) if o.get("action") == "recreated" and o.get("reason") else ""))
     _listed(details, entry["pruned"], lambda o: "pruned " + _ref_text(o))
     _listed(details, entry.get("marked") or [],
             lambda o: "marked %s: pruned after %s" % (_ref_text(o), o.get("prune_after") or "the prune grace"))
@@ -160,8 +182,9 @@ def summary_lines(host, entries, check_mode=False):
     lines = []
     if check_mode:
         lines.append("check mode: nothing was changed, the counts say what a sync would do")
-    lines.extend(table([tuple(c.upper() for c in COLUMNS)] + [tuple(str(v) for v in _row(e)) for e in entries],
-                       left=(0, 1, COLUMNS.index("health"))))
+    columns = _columns(entries)
+    lines.extend(table([tuple(c.upper() for c in columns)] + [tuple(str(v) for v in _row(e, columns)) for e in entries],
+                       left=(0, 1, columns.index("health"))))
     for e in entries:
         details = _details(e)
         if details:
@@ -219,7 +242,7 @@ def fleet_rows(clusters):
                 result = "FAILED: " + one_line(own_words(e["stack"], e["msg"]) or "failed")
             else:
                 result = "deleted" if e["state"] == "absent" else "ok"
-            synced = "-" if e["failed"] or e["state"] == "absent" else str(c["created"] + c["configured"] + c["unchanged"])
+            synced = "-" if e["failed"] or e["state"] == "absent" else str(sum(c.get(k, 0) for k in (*WRITTEN, "unchanged")))
             rows.append((e["failed"], (name, e["stack"], _source_text(e), e["commit"][:12] or "-", synced,
                                        str(c["pruned"]), result)))
         if failed and not any(e["failed"] for e in entries):

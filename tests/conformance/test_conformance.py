@@ -926,6 +926,23 @@ def test_immutable_service_cluster_ip(api, ns):
                                           "message": f'Invalid value: ["{other}"]: first value must match `clusterIP`'}]
 
 
+def test_immutable_role_binding_role_ref(api, ns):
+    path = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings/rb"
+    rb = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "rb", "namespace": ns},
+          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+          "subjects": [{"kind": "User", "name": "a", "apiGroup": "rbac.authorization.k8s.io"}]}
+    assert api.apply(path, rb)[0] == 201
+    rb["subjects"][0]["name"] = "b"  # subjects may change
+    assert api.apply(path, rb)[0] == 200
+    rb["roleRef"]["name"] = "edit"
+    status, body, _ = api.apply(path, rb)
+    assert_status(status, body, 422, "Invalid")
+    why = 'Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"ClusterRole","Name":"edit"}: cannot change roleRef'
+    assert body["message"] == f'RoleBinding.rbac.authorization.k8s.io "rb" is invalid: roleRef: {why}'
+    assert body["details"] == {"name": "rb", "group": "rbac.authorization.k8s.io", "kind": "RoleBinding",
+                               "causes": [{"reason": "FieldValueInvalid", "message": why, "field": "roleRef"}]}
+
+
 def test_a_name_with_a_colon_is_addressed_percent_encoded(api):
     """RBAC objects are often named ``system:...``: the collection's client sends ``:`` as ``%3A`` in the
     path, and the server decodes the path before routing (the object is the same either way)."""

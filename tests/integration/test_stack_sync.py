@@ -382,8 +382,33 @@ def test_immutable_field_fails_then_recreates(client, record_ns, ns):
         pytest.fail("changing an immutable ConfigMap did not fail")
     assert "frozen" in str(err) and "immutable" in str(err) and "data" in str(err)
     r = sync(client, record_ns, stack, [obj2], recreate_on_immutable=True)
-    assert [a["action"] for a in r.applied] == ["configured"]
+    assert [a["action"] for a in r.applied] == ["recreated"] and r.counts["recreated"] == 1
     assert get(client, cm_path(ns, "frozen"))["data"]["a"] == "2"
+
+
+def test_a_service_whose_cluster_ip_changed_is_recreated_when_asked(client, record_ns, ns):
+    # the server says "may not change once set" for spec.clusterIPs[0]: an immutable field like any other
+    stack = "svc-" + uid()
+    path = f"/api/v1/namespaces/{ns}/services/web"
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": ns},
+           "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}
+    sync(client, record_ns, stack, [svc])
+    first = get(client, path)
+    ip = "10.96.0.123" if first["spec"]["clusterIP"] != "10.96.0.123" else "10.96.0.124"
+    moved = json.loads(json.dumps(svc))
+    moved["spec"]["clusterIP"] = ip
+    with pytest.raises(StackError) as err:
+        sync(client, record_ns, stack, [moved])
+    assert (f"Service {ns}/web: cannot change immutable field(s) spec.clusterIPs[0] (set recreate_on_immutable"
+            in str(err.value)) and "may not change once set" in str(err.value)
+    r = sync(client, record_ns, stack, [moved], recreate_on_immutable=True, check_mode=True)
+    assert [a["action"] for a in r.applied] == ["recreated"] and get(client, path)["metadata"]["uid"] == first["metadata"]["uid"]
+    assert any("would be deleted and created again: immutable field(s) spec.clusterIPs[0] changed" in w for w in r.warnings)
+    r = sync(client, record_ns, stack, [moved], recreate_on_immutable=True)
+    live = get(client, path)
+    assert [a["action"] for a in r.applied] == ["recreated"] and "may not change once set" in r.applied[0]["reason"]
+    assert live["metadata"]["uid"] != first["metadata"]["uid"] and live["spec"]["clusterIP"] == ip
+    assert any(f"Service {ns}/web" in w and "was deleted and created again" in w for w in r.warnings), r.warnings
 
 
 def statefulset(name, ns, storage, **annotations):
@@ -408,10 +433,10 @@ def test_a_statefulset_whose_volume_claim_templates_changed_fails_then_is_recrea
     assert f"StatefulSet.apps {ns}/db: cannot change immutable field(s) spec (set recreate_on_immutable" in str(err.value)
     asked = statefulset("db", ns, "20Gi", **{"stacksync.io/recreate-on-immutable": "true"})
     r = sync(client, record_ns, stack, [asked], check_mode=True)
-    assert [a["action"] for a in r.applied] == ["configured"] and get(client, path)["metadata"]["uid"] == first
+    assert [a["action"] for a in r.applied] == ["recreated"] and get(client, path)["metadata"]["uid"] == first
     r = sync(client, record_ns, stack, [asked])
     live = get(client, path)
-    assert [a["action"] for a in r.applied] == ["configured"] and live["metadata"]["uid"] != first
+    assert [a["action"] for a in r.applied] == ["recreated"] and live["metadata"]["uid"] != first
     assert live["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "20Gi"
 
 

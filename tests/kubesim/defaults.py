@@ -623,6 +623,11 @@ def _immutable_causes(old, obj, kind):
         for key in ("data", "binaryData") if kind == "ConfigMap" else ("data",):
             if (obj.get(key) or {}) != (old.get(key) or {}):
                 causes.append((key, "FieldValueForbidden", _FROZEN))
+    if kind in ("RoleBinding", "ClusterRoleBinding") and (obj.get("roleRef") or {}) != (old.get("roleRef") or {}):
+        ref = obj.get("roleRef") or {}
+        shown = json.dumps({"APIGroup": ref.get("apiGroup", ""), "Kind": ref.get("kind", ""), "Name": ref.get("name", "")},
+                           separators=(",", ":"))
+        causes.append(("roleRef", "FieldValueInvalid", f"Invalid value: {shown}: cannot change roleRef"))
     if kind == "Service":
         ospec, spec = old.get("spec") or {}, obj.get("spec") or {}
         if "ExternalName" not in (ospec.get("type"), spec.get("type")) and ospec.get("clusterIPs"):

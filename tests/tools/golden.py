@@ -352,6 +352,12 @@ def page(outputs):
         mode). A failed stack fails the sync task itself, with the error as its message; ansible-core 2.19 and later also print where it was called from
         (`Origin: ...`: the task of your play that includes the role, or the playbook's). `--diff` shows each
         changed object as YAML, without the annotations the collection stamps, Secret values redacted.
+
+        Each object gets one verb: `created`, `configured` (changed in place), `recreated` (deleted and created
+        again because a field the API server does not let change did, with `stacksync_recreate_on_immutable` or the
+        `stacksync.io/recreate-on-immutable` annotation: its Pods go with it), `unchanged`, `pruned` or `skipped`;
+        check mode says what a sync would do (`would create 1, configure 2, recreate 1`). A recreate also prints a
+        warning naming the object and the field; the summary table gets a `RECREATED` column when a stack has one.
         """)]
     for scenario in SCENARIOS:
         parts.append(f"## {scenario.title}\n\n{scenario.about}\n\n```text\n{outputs[scenario.name]}```\n")

@@ -26,6 +26,22 @@ def _nothing(verb, done, total):
     """Report nothing."""
 
 
+def note(progress, text):
+    """Tell ``progress`` a line of its own (``the stack is locked by another run ...``): its ``note(text)``, if it has
+    one (a plain ``progress(verb, done, total)`` callable is told nothing)."""
+    told = getattr(progress, "note", None)
+    if told is not None:
+        told(text)
+
+
+def paused(progress, seconds):
+    """Tell ``progress`` that the run spent ``seconds`` waiting (for the stack's lock), not working: its
+    ``paused(seconds)``, if it has one."""
+    told = getattr(progress, "paused", None)
+    if told is not None and seconds:
+        told(seconds)
+
+
 #: the default progress callable
 NO_PROGRESS = _nothing
 
@@ -77,17 +93,42 @@ class Progress:
                 self._finished.add(phase)
             self.emit(progress_line(self.prefix, verb, done, total, now - self.started))
 
+    def note(self, text):
+        """Emit ``text`` at once (not throttled)."""
+        with self._lock:
+            self.emit(self.prefix + text)
+
+    def paused(self, seconds):
+        """The run waited ``seconds`` (for its lock): the times of the lines leave them out."""
+        with self._lock:
+            self.started += seconds
+            self._last = self.clock()
+
+
+class _Tee:
+    def __init__(self, callables):
+        self.callables = callables
+
+    def __call__(self, verb, done, total):
+        for progress in self.callables:
+            progress(verb, done, total)
+
+    def note(self, text):
+        for progress in self.callables:
+            note(progress, text)
+
+    def paused(self, seconds):
+        for progress in self.callables:
+            paused(progress, seconds)
+
 
 def tee(*progresses):
-    """One progress callable that calls each of ``progresses`` (``None`` ones left out) in turn."""
+    """One progress callable that calls each of ``progresses`` (``None`` ones left out) in turn (and tells each its
+    :func:`note` and :func:`paused`)."""
     callables = [p for p in progresses if p is not None]
     if len(callables) == 1:
         return callables[0]
-
-    def both(verb, done, total):
-        for progress in callables:
-            progress(verb, done, total)
-    return both
+    return _Tee(callables)
 
 
 class Steps:

@@ -58,6 +58,7 @@ class Applier(Verb):
         super(Applier, self).__init__(run)
         self.crds_ready = False
         self.notes = []
+        self.recreated = {}  # ObjectId -> why it is (or would be) deleted and created again (recreate_reason)
         self.check = DryRuns(run)  # check mode's bookkeeping (.dryrun)
 
     def apply_one(self, d, live, dry_run):
@@ -146,12 +147,32 @@ class Applier(Verb):
     def _refused(self, d, live, path, e, dry_run):
         fields = e.immutable_fields()
         if fields and (self.opts.recreate_on_immutable or d.recreate):
-            return (C.CONFIGURED, None, None) if dry_run else self.recreate(d, path, fields)
+            self.recreated[d.oid] = recreate_reason(fields, api_message(d, e.message))
+            if dry_run:
+                return C.RECREATED, self.predict_recreate(d, path), None
+            return self.recreate(d, path, fields)
         if fields:
             return None, None, ("%s: cannot change immutable field(s) %s (set %s or the "
                                 "stacksync.io/recreate-on-immutable annotation to delete and recreate it): %s"
                                 % (d.named(), ", ".join(fields), option("recreate_on_immutable"), api_message(d, e.message)))
         return None, None, "%s: apply failed: %s" % (d.named(), api_message(d, e.describe()))
+
+    def predict_recreate(self, d, path):
+        """Check mode: the object as a recreate would leave it (a dry-run create under a generated name, told with
+        its own name), so that its diff shows what the server defaults as kept; None if the server refuses that."""
+        body = dict(d.manifest, metadata=dict(d.manifest.get("metadata") or {}))
+        body["metadata"].pop("name", None)
+        body["metadata"]["generateName"] = d.oid.name[:40] + "-"
+        try:
+            obj = self.client.request("POST", path.rsplit("/", 1)[0], params={
+                "dryRun": "All", "fieldManager": self.opts.field_manager}, body=body)
+        except ApiError:
+            return None
+        if not isinstance(obj, dict):
+            return None
+        meta = dict(obj.get("metadata") or {}, name=d.oid.name)
+        meta.pop("generateName", None)
+        return dict(obj, metadata=meta)
 
     def recreate(self, d, path, fields):
         try:
@@ -165,8 +186,9 @@ class Applier(Verb):
         try:
             obj = self.client.apply(path, d.manifest, self.opts.field_manager, force=self.opts.force_conflicts)
         except ApiError as e:
-            return None, None, "%s: recreate failed: %s" % (d.named(), api_message(d, e.describe()))
-        return C.CONFIGURED, obj, None
+            return None, None, "%s: deleted to be recreated (immutable field(s) %s changed), but the create failed: %s" % (
+                d.named(), ", ".join(fields), api_message(d, e.describe()))
+        return C.RECREATED, obj, None
 
     @gc_paused
     def apply_all(self, to_apply, ours, changeset, dry_run):
@@ -193,7 +215,7 @@ class Applier(Verb):
                     changeset.warn(note)
                 del self.notes[:]
                 for d, before, action, obj, error in results:
-                    self._report(d, before, action, obj, error, changeset, written)
+                    self._report(d, before, action, obj, error, changeset, written, dry_run)
         finally:
             if dry_run:
                 self.check.end(changeset)
@@ -209,7 +231,7 @@ class Applier(Verb):
             remember_written(d, obj, self.opts.field_manager, self.opts.takeover, self.run.verified)
         return d, before, action, obj, error
 
-    def _report(self, d, before, action, obj, error, changeset, written):
+    def _report(self, d, before, action, obj, error, changeset, written, dry_run=False):
         self.check.seen(d, action, obj, error, before)
         if error:
             changeset.add(d.oid, d.api_version, C.FAILED, C.PHASE_APPLY, reason=error)
@@ -217,7 +239,10 @@ class Applier(Verb):
         extra = {"drift": d.drift} if d.drift else {}
         if d.oid in self.check.unvalidated:
             extra["not_validated"] = self.check.unvalidated[d.oid]
-        changeset.add(d.oid, d.api_version, action, C.PHASE_APPLY, **extra)
+        reason = self.recreated.get(d.oid) if action == C.RECREATED else None
+        changeset.add(d.oid, d.api_version, action, C.PHASE_APPLY, reason=reason, **extra)
+        if reason:
+            changeset.warn(recreate_warning(d.named(), reason, dry_run=dry_run))
         if self.opts.diff:
             entry = object_diff(before, obj if obj is not None else d.manifest, is_secret(d.oid), self.opts.diff_full)
             entry["before_header"] = entry["after_header"] = str(d.oid)
@@ -271,6 +296,21 @@ class Applier(Verb):
                 names = ", ".join(d.oid.name for d in pending)
                 raise ApplyError("CRDs not Established after %ss: %s" % (self.opts.crd_timeout, names))
             time.sleep(next(delays))
+
+
+def recreate_reason(fields, message):
+    """Why an object is deleted and created again: the immutable ``fields`` the server refused to change, and its
+    ``message``."""
+    return "immutable field(s) %s changed (the server said: %s)" % (", ".join(fields), message)
+
+
+def recreate_warning(named, reason, dry_run=False):
+    """The warning of a recreate (``dry_run``: one that check mode says would happen)."""
+    if dry_run:
+        return ("%s would be deleted and created again: %s; what it owns (a workload's Pods, a Job's runs) would be "
+                "deleted with it, and a Service would get a new cluster IP unless git sets one" % (named, reason))
+    return ("%s was deleted and created again: %s; what it owned (a workload's Pods, a Job's runs) was deleted with it"
+            % (named, reason))
 
 
 def foreign_owned(client, desired, ours, map_fn):

@@ -19,6 +19,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.health.status import
 
 CREATED = "created"
 CONFIGURED = "configured"
+RECREATED = "recreated"  # deleted and created again: an immutable field changed (recreate_on_immutable)
 UNCHANGED = "unchanged"
 PRUNED = "pruned"
 SKIPPED = "skipped"
@@ -27,7 +28,9 @@ TERMINATING = "terminating"
 RELEASED = "released"
 MARKED = "marked"  # prune_grace: marked for pruning by a later run (extra: prune_after)
 UNMARKED = "unmarked"  # prune_grace: back in git, its prune mark removed
-APPLY_ACTIONS = (CREATED, CONFIGURED, UNCHANGED)
+APPLY_ACTIONS = (CREATED, CONFIGURED, RECREATED, UNCHANGED)
+#: the apply actions that write the object
+WRITE_ACTIONS = (CREATED, CONFIGURED, RECREATED)
 
 PHASE_APPLY = "apply"
 PHASE_PRUNE = "prune"
@@ -50,7 +53,7 @@ class Entry(namedtuple("Entry", ["oid", "api_version", "action", "phase", "code"
         out = object_ref(self.oid, self.api_version)
         if self.action in APPLY_ACTIONS:
             out["action"] = self.action
-        if self.action in (SKIPPED, TERMINATING, FAILED):
+        if self.action in (SKIPPED, TERMINATING, FAILED, RECREATED):
             out["reason"] = self.reason
         if self.action == SKIPPED:
             out["code"] = self.code
@@ -68,6 +71,7 @@ class ChangeSet:
         self.errors = []
         self.diff = []
         self.checksum = None
+        self.lock_wait = 0.0  # seconds the run waited for another run's Lease of the stack
 
     def add(self, oid, api_version, action, phase, code=None, reason=None, **extra):
         entry = Entry(oid, api_version, action, phase, code, reason, dict(extra))
@@ -125,16 +129,16 @@ class ChangeSet:
 
     @property
     def counts(self):
-        actions = (CREATED, CONFIGURED, UNCHANGED, PRUNED, SKIPPED, TERMINATING, RELEASED, MARKED, UNMARKED)
+        actions = (CREATED, CONFIGURED, RECREATED, UNCHANGED, PRUNED, SKIPPED, TERMINATING, RELEASED, MARKED, UNMARKED)
         return dict((action, self.count(action)) for action in actions)
 
     @property
     def changed(self):
-        return any(e.action in (CREATED, CONFIGURED, PRUNED, RELEASED, MARKED, UNMARKED) for e in self.entries)
+        return any(e.action in (*WRITE_ACTIONS, PRUNED, RELEASED, MARKED, UNMARKED) for e in self.entries)
 
     def reported_applied(self):
         """``applied`` without the unchanged objects, but those a wait found not healthy: they are counted."""
-        return [e.ref() for e in self.entries if e.action in (CREATED, CONFIGURED)
+        return [e.ref() for e in self.entries if e.action in WRITE_ACTIONS
                 or (e.action == UNCHANGED and e.extra and unhealthy(e.extra.get("health")))]
 
     def result(self, unchanged=True):
@@ -144,4 +148,5 @@ class ChangeSet:
         applied = self.applied if unchanged else self.reported_applied()
         return dict(changed=self.changed, applied=applied, pruned=self.pruned, skipped_objects=self.skipped,
                     terminating=self.terminating, released=self.released, marked=self.marked,
-                    unmarked=self._refs(UNMARKED), checksum=self.checksum, counts=self.counts)
+                    unmarked=self._refs(UNMARKED), checksum=self.checksum, counts=self.counts,
+                    lock_wait=self.lock_wait)

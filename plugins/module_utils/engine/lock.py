@@ -25,6 +25,7 @@ import time
 import uuid
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import RECORD_LABEL
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.record import object_name
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError, quote_name
 
@@ -55,6 +56,23 @@ class LockError(Exception):
     pass
 
 
+def held_message(stack, namespace, name, holder, expires_in):
+    """Who holds the stack's Lease and when it expires (``expires_in`` seconds from now, None if unknown)."""
+    if expires_in is None:
+        when = "when it expires is unknown"
+    elif expires_in > 0:
+        when = "it expires in %d s unless that run renews it" % max(1, round(expires_in))
+    else:
+        when = "it has expired"
+    return ("stack %r is locked by another run (Lease %s/%s held by %s; %s: a run that was interrupted stops renewing "
+            "it)" % (stack, namespace, name, holder, when))
+
+
+def waiting_message(held, timeout):
+    """The line said when a run starts waiting for the stack's Lease (``held``: :func:`held_message`)."""
+    return "%s; waiting up to %s s for it" % (held, timeout)
+
+
 class LeaseLock:
     """A ``coordination.k8s.io/v1`` Lease held for the run, renewed in the background.
 
@@ -64,7 +82,7 @@ class LeaseLock:
     """
 
     def __init__(self, client, namespace, stack, duration=60, timeout=300, poll=2.0, clock=time.time,
-                 sleep=time.sleep, proof_age=None):
+                 sleep=time.sleep, proof_age=None, on_wait=None):
         self.client = client
         self.namespace = namespace
         self.stack = stack
@@ -76,6 +94,9 @@ class LeaseLock:
         self.sleep = sleep
         self.identity = "%s-%d-%s" % (socket.gethostname()[:40], os.getpid(), uuid.uuid4().hex[:8])
         self.took_over = False
+        self.on_wait = on_wait  # on_wait(message): called once when the run starts waiting for another run's Lease
+        self.waited = 0.0  # seconds the run waited for another run's Lease
+        self.held_by = None  # held_message() of the Lease that the run waited for
         self.lost = None  # why the lock was lost (a message), or None
         self._renewed = 0.0  # clock() when a write of the lease the server accepted was sent
         self.proof_age = self.duration * PROOF_FRACTION if proof_age is None else float(proof_age)
@@ -100,9 +121,20 @@ class LeaseLock:
         renew = _parse_micro(spec.get("renewTime") or spec.get("acquireTime"))
         return renew + int(spec.get("leaseDurationSeconds") or self.duration) < self.clock()
 
+    def _expires_in(self, spec):
+        renew = _parse_micro(spec.get("renewTime") or spec.get("acquireTime"))
+        return renew + int(spec.get("leaseDurationSeconds") or self.duration) - self.clock() if renew else None
+
     def acquire(self):
-        deadline = self.clock() + self.timeout
+        started = self.clock()
+        deadline = started + self.timeout
         holder = None
+        try:
+            return self._acquire(deadline, holder)
+        finally:
+            self.waited = self.clock() - started if self.held_by else 0.0
+
+    def _acquire(self, deadline, holder):
         while True:
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": self.name, "namespace": self.namespace, "labels": {RECORD_LABEL: self.stack}},
@@ -133,9 +165,13 @@ class LeaseLock:
                     if not e.is_conflict:
                         raise LockError("cannot take over Lease %s/%s: %s" % (self.namespace, self.name, e)) from None
                     continue
+            held = held_message(self.stack, self.namespace, self.name, holder, self._expires_in(spec))
+            if self.held_by is None:  # said once, as first found
+                self.held_by = held
+                if self.on_wait is not None:
+                    self.on_wait(waiting_message(held, self.timeout))
             if self.clock() >= deadline:
-                raise LockError("stack %r is locked by another run (Lease %s/%s held by %s); waited %ss" % (
-                    self.stack, self.namespace, self.name, holder, self.timeout))
+                raise LockError("%s; waited %s s (%s)" % (held, self.timeout, option("wait_timeout")))
             self.sleep(self.poll)
         self._renewed = sent
         self._stop.clear()

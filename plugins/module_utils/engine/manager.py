@@ -21,6 +21,7 @@ __metaclass__ = type
 import contextlib
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.identity import group_kind_str
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.progress import note, paused
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import diff as _diff
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import drift as _drift
@@ -80,6 +81,7 @@ class StackManager(PruneSteps, Verb):
         self.observer, self.pruner, self.marker = Observer(self.run), Pruner(self.run), Marker(self.run)
         self.last_plan, self.pruning = None, False  # the plan of the last run, and whether it pruned (a check's plan)
         self._verified, self._verified_path = None, None  # what earlier runs found in sync (see .insync)
+        self._lock_wait = None  # (warning, seconds) when the run waited for another run's Lease
 
     # -- helpers ------------------------------------------------------------------------------
     def close(self):
@@ -87,8 +89,13 @@ class StackManager(PruneSteps, Verb):
 
     @contextlib.contextmanager
     def _locked(self):
+        """Hold the stack's Lease. Waiting for another run's is said at once (a progress note) and, once the Lease is
+        held, as a warning; the seconds waited are the ChangeSet's ``lock_wait``, apart from the run's own time."""
         with LeaseLock(self.client, self.opts.record_namespace, self.stack, duration=self.opts.lease_duration,
-                       timeout=self.opts.lock_timeout) as lock:
+                       timeout=self.opts.lock_timeout, on_wait=lambda text: note(self.progress, text)) as lock:
+            if lock.waited:
+                paused(self.progress, lock.waited)
+                self._lock_wait = ("%s; waited %.0f s for it" % (lock.held_by, lock.waited), round(lock.waited, 2))
             self.run.lock = lock
             try:
                 yield lock
@@ -112,11 +119,13 @@ class StackManager(PruneSteps, Verb):
         finally:
             self.close()
 
-    @staticmethod
-    def _new_attempt(changeset):
-        """A new ChangeSet for the locked attempt, with the warnings of the first."""
+    def _new_attempt(self, changeset):
+        """A new ChangeSet for the locked attempt, with the warnings of the first, and the wait for the lock."""
         out = ChangeSet()
         out.warnings = list(changeset.warnings)
+        if self._lock_wait is not None:
+            out.warn(self._lock_wait[0])
+            out.lock_wait = self._lock_wait[1]
         return out
 
     def _load_key(self, desired, create):

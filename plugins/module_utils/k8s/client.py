@@ -28,6 +28,7 @@ import contextlib
 import email.utils
 import json
 import random
+import re
 import threading
 import time
 
@@ -85,6 +86,22 @@ UNAUTHORIZED_HINT = (" (the server did not accept the credentials: check the tok
                      "plugin of the kubeconfig's user or of the connection options, and whether they expired)")
 
 
+#: how kube-apiserver's validation says that an update may not change a field (pkg/apis/*/validation):
+#: ``field is immutable`` (apimachinery's FieldImmutableErrorMsg: a Deployment's or Job's selector, a Job's template, a
+#: Secret's type, a ConfigMap or Secret set ``immutable``), ``... is immutable after creation`` (a bound claim's spec),
+#: ``may not change once set`` (a Service's clusterIP(s)), ``cannot change roleRef`` (a RoleBinding's), a kind that
+#: allows only some fields to change refusing the others whole (``updates to statefulset spec for fields other than
+#: 'replicas', ... are forbidden``, ``pod updates may not change fields other than ...``), ``updates to parameters are
+#: forbidden`` (a StorageClass's)
+_IMMUTABLE = re.compile(r"\bis immutable\b|\bmay not change once set\b|\bcannot change roleRef\b|"
+                        r"\bfields other than\b|\bupdates to [\w.]+ are forbidden\b")
+
+
+def immutable_message(message):
+    """True if ``message`` (a Status cause's, or a whole Status message) refuses a change to an immutable field."""
+    return bool(_IMMUTABLE.search(message or ""))
+
+
 class ApiError(Exception):
     """An API request failed. ``status`` is the HTTP status (0 for connection errors)."""
 
@@ -118,20 +135,16 @@ class ApiError(Exception):
         return self.status == 403
 
     def immutable_fields(self):
-        """Fields the server refused to change because they are immutable ([] if not that error).
-
-        Besides "field is immutable", a kind that allows only some of its fields to change refuses the
-        others as a whole: "spec: Forbidden: updates to statefulset spec for fields other than 'replicas',
-        ... are forbidden" (a StatefulSet's volumeClaimTemplates, serviceName, selector), "pod updates may
-        not change fields other than ..."."""
+        """Fields the server refused to change because they are immutable ([] if not that error): the causes of a
+        422 Invalid (400 from older servers) whose message says so in kube-apiserver's words
+        (:func:`immutable_message`), or ``?`` when a Status without causes says it."""
         fields = []
         if self.status not in (400, 422):
             return fields
         for cause in self.causes:
-            message = cause.get("message") or ""
-            if "immutable" in message or " fields other than " in message:
+            if immutable_message(cause.get("message") or ""):
                 fields.append(cause.get("field") or "?")
-        if not fields and "immutable" in self.message:
+        if not fields and not self.causes and immutable_message(self.message):
             fields.append("?")
         return fields
 

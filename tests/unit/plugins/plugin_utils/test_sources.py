@@ -107,7 +107,7 @@ def test_two_runs_make_one_entry():
     prune = {"changed": True, "counts": {"pruned": 1}, "pruned": [cm("gone")], "warnings": ["w1", "w2"],
              "skipped_objects": [cm("new", code="not-applied"), cm("opt", code="ignored")]}
     e = sp.stack_entry(SOURCE, COMMIT, 4, apply, prune, seconds=1.234)
-    assert e["counts"] == {"created": 1, "configured": 0, "unchanged": 3, "pruned": 1, "skipped": 1}
+    assert e["counts"] == {"created": 1, "configured": 0, "recreated": 0, "unchanged": 3, "pruned": 1, "skipped": 1}
     assert (e["changed"], e["failed"], e["pruning"], e["msg"], e["seconds"]) == (True, False, "done", "", 1.23)
     assert e["repo"] == "https://h.example/r.git" and e["warnings"] == ["w1", "w2"]
     assert [o["name"] for o in e["pruned"]] == ["gone"] and [o["name"] for o in e["skipped"]] == ["opt"]

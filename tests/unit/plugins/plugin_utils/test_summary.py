@@ -54,6 +54,15 @@ def test_the_end_line_counts_what_happened_and_only_that():
         "would create 2, leave 4 unchanged, prune 1, skip 1 (0.5 s)"
 
 
+def test_the_end_line_tells_the_wait_for_another_runs_lock_apart():
+    res = {"counts": {"configured": 522, "unchanged": 79}, "lock_wait": 58.3}
+    assert report.outcome_line("big", res, 1.2, "apply") == \
+        "configured 522, unchanged 79 in 1.2 s, after waiting 58 s for another run's lock"
+    assert report.outcome_line("big", dict(res, lock_wait=0.1), 1.2, "apply") == "configured 522, unchanged 79 in 1.2 s"
+    e = sp.stack_entry(SOURCE, COMMIT, 601, res, {"counts": {"pruned": 0}}, seconds=1.2, lock_wait=58.3)
+    assert (e["seconds"], e["lock_wait"]) == (1.2, 58.3)
+
+
 def test_a_prune_run_that_deleted_nothing_prints_nothing():
     assert report.outcome_line("apps", {"counts": {"pruned": 0}}, 0.1, "prune") is None
     assert report.outcome_line("apps", {"counts": {"pruned": 3}}, 0.1, "prune") == "pruned 3 objects in 0.1 s"
@@ -79,6 +88,26 @@ def test_the_start_line_says_what_is_being_written():
 
 
 # -- the summary --------------------------------------------------------------------------------------
+def test_a_recreated_object_is_counted_listed_and_shown_in_a_column_of_its_own():
+    res = {"counts": {"created": 0, "configured": 1, "recreated": 1, "unchanged": 4}}
+    assert report.outcome_line("apps", res, 1.25, "apply") == "configured 1, recreated 1, unchanged 4 in 1.2 s"
+    assert report.outcome_line("apps", res, 0.5, "apply", check_mode=True) == \
+        "would configure 1, recreate 1, leave 4 unchanged (0.5 s)"
+    why = "immutable field(s) spec.selector changed (the server said: field is immutable)"
+    applied = [cm("a", action="configured"), dict(cm("web"), kind="Deployment", action="recreated", reason=why)]
+    e = sp.stack_entry(SOURCE, COMMIT, 6, dict(res, applied=applied), {"counts": {"pruned": 0}}, seconds=2.0)
+    assert e["counts"]["recreated"] == 1
+    lines = report.summary_lines("c1", [e])
+    assert lines[1].split() == [c.upper() for c in report.COLUMNS[:4]] + ["RECREATED"] + [
+        c.upper() for c in report.COLUMNS[4:]]
+    assert lines[2].split()[:7] == ["apps", COMMIT[:12], "0", "1", "1", "4", "0"]
+    assert lines[3:] == ["  apps:", "    configured ConfigMap web/a", "    recreated Deployment web/web: " + why]
+    # without a recreated object, the table has its usual columns
+    plain = sp.stack_entry(SOURCE, COMMIT, 1, {"counts": {"created": 1}}, {"counts": {"pruned": 0}})
+    assert report.summary_lines("c1", [plain])[1].split() == [c.upper() for c in report.COLUMNS]
+    assert report.fleet_rows([("c1", [e], False)])[0][1][4] == "6"  # synced: recreated ones too
+
+
 def test_summary_table_and_details():
     written = [cm(f"cm{i:02d}", action="created") for i in range(23)]
     e1 = sp.stack_entry(SOURCE, COMMIT, 23, {"counts": {"created": 23}, "applied": written}, {"counts": {"pruned": 0}},

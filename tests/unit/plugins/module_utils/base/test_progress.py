@@ -12,7 +12,10 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.base.progress import
     Progress,
     Steps,
     interval_from_env,
+    note,
+    paused,
     progress_line,
+    tee,
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.health.wait import compile_conditions, wait_for, wait_gone
 
@@ -31,6 +34,30 @@ class Clock:
 def recorder(interval=5.0, clock=None):
     lines = []
     return Progress(lines.append, interval=interval, prefix="stack web: ", clock=clock or Clock()), lines
+
+
+def test_a_wait_for_the_lock_is_said_at_once_and_left_out_of_the_times():
+    clock = Clock()
+    p, lines = recorder(clock=clock)
+    note(p, "the stack is locked by another run; waiting up to 300 s for it")
+    assert lines == ["stack web: the stack is locked by another run; waiting up to 300 s for it"]
+    clock.now += 58
+    paused(p, 58)
+    p("applied", 1, 522)  # the first object after the wait: no line (the wait was no work)
+    clock.now += 6
+    p("applied", 200, 522)
+    assert lines[1:] == ["stack web: applied 200/522 objects (6 s)"]
+
+
+def test_tee_tells_each_its_notes_and_pauses_and_plain_callables_nothing():
+    calls, a_lines = [], []
+    a, a_lines = recorder()
+    both = tee(lambda verb, done, total: calls.append((verb, done, total)), a)
+    note(both, "waiting")
+    paused(both, 3)
+    both("applied", 1, 1)
+    assert a_lines == ["stack web: waiting"] and calls == [("applied", 1, 1)]
+    note(NO_PROGRESS, "nothing")  # a plain callable is told nothing
 
 
 def test_line_format():

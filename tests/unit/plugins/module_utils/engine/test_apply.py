@@ -192,10 +192,58 @@ def test_an_immutable_field_fails_the_object_or_recreates_it_when_asked(sim_clie
     assert error.startswith("{}: cannot change immutable field(s) data (set recreate_on_immutable or the "
                             "stacksync.io/recreate-on-immutable annotation".format(ObjectId("", "ConfigMap", ns, "frozen")))
     assert written == [] and live(sim_client, cm_path(ns, "frozen"))["data"] == {"k": "frozen"}
+    # check mode: the same verb, nothing deleted
+    cs, written = apply_run(sim_client, stack, [namespace(ns), changed], dry_run=True, recreate_on_immutable=True)
+    assert cs.errors == [] and [e.action for e in cs.entries] == ["recreated"]
+    assert live(sim_client, cm_path(ns, "frozen"))["metadata"]["uid"] == uid
+    (warning,) = cs.warnings
+    assert warning.startswith(f"ConfigMap {ns}/frozen") and " would be deleted and created again: immutable field(s) data" \
+        " changed (the server said: " in warning
     cs, written = apply_run(sim_client, stack, [namespace(ns), changed], recreate_on_immutable=True)
-    assert cs.errors == [] and [e.action for e in cs.entries] == ["configured"]
+    assert cs.errors == [] and [e.action for e in cs.entries] == ["recreated"]
+    (entry,) = cs.result()["applied"]
+    assert entry["action"] == "recreated" and entry["reason"].startswith("immutable field(s) data changed (the server said: ")
+    assert cs.counts["recreated"] == 1 and cs.counts["configured"] == 0 and cs.changed
+    (warning,) = cs.warnings
+    assert " was deleted and created again: immutable field(s) data changed" in warning
     after = live(sim_client, cm_path(ns, "frozen"))
     assert after["data"] == {"k": "new"} and after["metadata"]["uid"] != uid
+
+
+def test_check_mode_diff_of_a_recreate_keeps_what_the_server_defaults(sim_client):
+    ns, stack = unique("a-recreate-diff"), unique("s")
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": ns},
+           "spec": {"selector": {"matchLabels": {"app": "web"}},
+                    "template": {"metadata": {"labels": {"app": "web"}},
+                                 "spec": {"containers": [{"name": "web", "image": "nginx:1"}]}}}}
+    apply_run(sim_client, stack, [namespace(ns), dep])
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/web"
+    uid = live(sim_client, path)["metadata"]["uid"]
+    changed = copy.deepcopy(dep)
+    changed["spec"]["selector"]["matchLabels"]["tier"] = "front"
+    changed["spec"]["template"]["metadata"]["labels"]["tier"] = "front"
+    cs, _written = apply_run(sim_client, stack, [namespace(ns), changed], dry_run=True, recreate_on_immutable=True,
+                             diff=True)
+    assert [e.action for e in cs.entries] == ["recreated"] and live(sim_client, path)["metadata"]["uid"] == uid
+    (entry,) = cs.diff
+    before, after = entry["before"], entry["after"]
+    for default in ("progressDeadlineSeconds", "revisionHistoryLimit", "strategy"):  # defaulted: not shown as removed
+        assert after["spec"][default] == before["spec"][default], default
+    assert after["spec"]["selector"]["matchLabels"] == {"app": "web", "tier": "front"}
+    assert after["metadata"]["name"] == "web" and "generateName" not in after["metadata"]
+    # nothing of the dry-run create is left behind
+    names = [o["metadata"]["name"] for o in sim_client.get(f"/apis/apps/v1/namespaces/{ns}/deployments")["items"]]
+    assert names == ["web"]
+
+
+def test_recreate_warnings_say_what_goes_with_the_object():
+    why = a.recreate_reason(["spec.clusterIPs[0]"], "may not change once set")
+    assert why == "immutable field(s) spec.clusterIPs[0] changed (the server said: may not change once set)"
+    assert a.recreate_warning("Service web/web", why) == (
+        "Service web/web was deleted and created again: " + why + "; what it owned (a workload's Pods, a Job's runs) "
+        "was deleted with it")
+    assert a.recreate_warning("Service web/web", why, dry_run=True).startswith(
+        "Service web/web would be deleted and created again: " + why + "; what it owns")
 
 
 def test_a_refused_apply_fails_that_object_only_and_a_secrets_values_never_reach_the_message(sim_client):

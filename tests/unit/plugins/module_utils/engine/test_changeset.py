@@ -45,8 +45,17 @@ def test_the_result_groups_entries_and_counts_them():
     assert [o["name"] for o in result["pruned"]] == ["gone"]
     assert [o["name"] for o in result["skipped_objects"]] == ["kept"]  # never "skipped": Ansible reads that key
     assert "skipped" not in result and result["terminating"] == [] and result["released"] == []
-    assert result["counts"] == {"created": 0, "configured": 1, "unchanged": 1, "pruned": 1, "skipped": 1,
+    assert result["counts"] == {"created": 0, "configured": 1, "recreated": 0, "unchanged": 1, "pruned": 1, "skipped": 1,
                                 "terminating": 0, "released": 0, "marked": 0, "unmarked": 0}
+
+
+def test_a_recreated_object_is_its_own_action_with_its_reason():
+    cs = C.ChangeSet()
+    cs.add(CM, "v1", C.UNCHANGED, C.PHASE_APPLY)
+    cs.add(NS, "v1", C.RECREATED, C.PHASE_APPLY, reason="immutable field(s) x changed")
+    assert cs.changed and cs.counts["recreated"] == 1 and cs.counts["configured"] == 0
+    result = cs.result(unchanged=False)
+    assert result["applied"] == [dict(C.object_ref(NS, "v1"), action="recreated", reason="immutable field(s) x changed")]
 
 
 def test_without_unchanged_applied_lists_what_was_written_and_the_unchanged_a_wait_found_not_healthy():

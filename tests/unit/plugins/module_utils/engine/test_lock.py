@@ -91,6 +91,40 @@ def test_second_holder_waits_then_fails_naming_the_holder():
     assert api.objects == {}
 
 
+def test_a_run_that_waits_says_once_who_holds_the_lock_and_when_it_expires_and_counts_the_wait_apart():
+    api, clock = FakeApi(), Clock()
+    first = lock(api, clock).acquire()
+    said = []
+    second = lock(api, clock, on_wait=said.append)
+    clock.t += 27  # the first run stopped renewing 27 s ago (interrupted): its lease of 30 s expires in 3 s
+    second.acquire()
+    try:
+        assert said == [f"stack 'apps' is locked by another run (Lease ns/stacksync-apps held by {first.identity}; it expires in 3 s "
+                        "unless that run renews it: a run that was interrupted stops renewing it); waiting up to 5 s "
+                        "for it"]
+        assert second.took_over and 3 <= second.waited <= 5 and second.held_by in said[0]
+    finally:
+        second.release()
+        first._stop.set()
+    third = lock(api, clock)
+    third.acquire()
+    assert third.waited == 0.0 and third.held_by is None
+    third.release()
+
+
+def test_a_wait_that_times_out_says_who_holds_the_lock_and_which_option_waits():
+    api, clock = FakeApi(), Clock()
+    first = lock(api, clock).acquire()
+    try:
+        with pytest.raises(LockError) as err:
+            lock(api, clock).acquire()
+        assert str(err.value).startswith(f"stack 'apps' is locked by another run (Lease ns/stacksync-apps held by {first.identity}; "
+                                          "it expires in ")
+        assert str(err.value).endswith("; waited 5 s (wait_timeout)")
+    finally:
+        first.release()
+
+
 # -- proofs: the server, not the clock, says the lock is still ours ----------------------------------------
 def test_a_proof_writes_the_lease_and_fails_at_once_when_another_run_wrote_it():
     api, clock = FakeApi(), Clock()

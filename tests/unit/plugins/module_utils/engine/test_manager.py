@@ -205,6 +205,36 @@ def test_a_stack_locked_by_another_run_fails_without_writing_an_object(client):
         other.release()
 
 
+def test_a_run_waiting_for_another_runs_lock_says_so_at_once_and_counts_the_wait_apart(client):
+    ns, stack = unique("m-wait"), unique("s")
+    other = LeaseLock(client, "kube-system", stack, duration=1, timeout=1).acquire()
+    other._stop.set()  # an interrupted run: it no longer renews its Lease (1 s)
+    other._thread.join()
+    lines, calls = [], []
+
+    class Told:
+        def __call__(self, verb, done, total):
+            calls.append((verb, done, total))
+
+        def note(self, text):
+            lines.append(text)
+
+        def paused(self, seconds):
+            calls.append(("paused", seconds))
+
+    cs = sync(client, stack, stack_objects(ns), progress=Told())
+    assert len(lines) == 1 and lines[0].startswith(f"stack {stack!r} is locked by another run (Lease kube-system/stacksync-{stack} "
+                                                   f"held by {other.identity}; it expires in ")
+    assert lines[0].endswith("waiting up to 5 s for it")
+    assert calls[0][0] == "paused" and 0 < calls[0][1] < 3 and cs.lock_wait == round(calls[0][1], 2)
+    assert cs.result()["lock_wait"] == cs.lock_wait
+    assert next(w for w in cs.warnings if "locked by another run" in w).endswith("s for it")
+    assert cs.count("created") > 0
+    # no wait: none said
+    cs = sync(client, stack, stack_objects(ns, count=4), progress=Told())
+    assert cs.lock_wait == 0.0 and len(lines) == 1
+
+
 def test_a_record_naming_another_source_refuses_the_run_before_any_write(kubesim, client):
     ns, stack = unique("m-source"), unique("s")
     sync(client, stack, stack_objects(ns, count=1), source="repo-a")

@@ -7,6 +7,7 @@ import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s import client as client_mod
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError, KubeClient, _deterministic, _safe
 
 TYPED_PATCH_500 = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500,
@@ -226,6 +227,37 @@ def test_fields_only_some_of_which_may_change_read_as_immutable():
     assert ApiError(422, "Invalid", "", [{"message": pod, "field": "spec"}]).immutable_fields() == ["spec"]
     other = ApiError(422, "Invalid", "", [{"message": "Forbidden: may not be set", "field": "spec.x"}])
     assert other.immutable_fields() == []
+
+
+#: kube-apiserver v1.36's words for a refused change of an immutable field (causes' messages, recorded)
+IMMUTABLE_CAUSES = [
+    ("spec.clusterIPs[0]", 'Invalid value: ["10.0.0.123"]: may not change once set'),  # Service
+    ("spec.selector", 'Invalid value: {"matchLabels":{"app":"web","tier":"front"}}: field is immutable'),  # Deployment
+    ("spec.template", 'Invalid value: {"labels":{"job-name":"j"},"Spec":{"Containers":[{"Name":"c"}]}}: field is '
+                      'immutable'),  # Job
+    ("roleRef", 'Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"ClusterRole","Name":"edit"}: cannot '
+                'change roleRef'),  # RoleBinding
+    ("data", "Forbidden: field is immutable when `immutable` is set"),  # ConfigMap
+    ("spec", "Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for "
+             "bound claims"),  # PersistentVolumeClaim
+    ("parameters", "Forbidden: updates to parameters are forbidden."),  # StorageClass
+]
+
+
+@pytest.mark.parametrize("field,message", IMMUTABLE_CAUSES)
+def test_the_api_servers_immutable_field_refusals_are_recognised(field, message):
+    assert client_mod.immutable_message(message)
+    assert ApiError(422, "Invalid", f"X is invalid: {field}: {message}",
+                    [{"reason": "FieldValueInvalid", "message": message, "field": field}]).immutable_fields() == [field]
+
+
+def test_other_refusals_are_not_immutable_fields():
+    for message in ("Required value", 'Unsupported value: "x": supported values: "a"', "Forbidden: may not be set",
+                    'Invalid value: "a_b": a lowercase RFC 1123 label must consist of ...'):
+        assert not client_mod.immutable_message(message)
+    assert ApiError(422, "Invalid", "X is invalid", [{"message": "Required value", "field": "spec"}]).immutable_fields() == []
+    assert ApiError(409, "Conflict", "field is immutable").immutable_fields() == []
+    assert ApiError(422, "Invalid", "Service \"web\" is invalid: may not change once set").immutable_fields() == ["?"]
 
 
 def test_list_follows_continue_and_sets_kind(retry_server):
