@@ -244,8 +244,15 @@ def is_vault_data(b_data):
     return b_data.lstrip().startswith(VAULT_HEADER)
 
 
+#: how a Git LFS pointer file begins (what a checkout holds for a file stored in LFS: filters do not run)
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
 def _file_documents(unit, settings):
     b_data = _read_bytes(unit, settings.max_file_size)
+    if b_data.startswith(LFS_POINTER):
+        raise RenderError("is a Git LFS pointer: a checkout does not fetch LFS content (no filter of a repository "
+                          "runs); commit the manifest itself", unit.rel)
     decrypt = settings.decrypt
     if is_vault_data(b_data):
         if decrypt is None:

@@ -27,3 +27,10 @@ def test_one_value_limit_for_the_yaml_walk_and_for_plain_values(monkeypatch):
     with pytest.raises(F.RenderError, match="expands to more than 3 values"):
         F._plain({"a": [1, 2, 3]}, F.RenderError)
     assert F._plain({"a": 1, 2: True}, F.RenderError) == {"a": 1, "2": True}
+
+
+def test_a_git_lfs_pointer_says_what_it_is(tmp_path):
+    """A checkout runs no filter (git-lfs's smudge included): a manifest stored in LFS is its pointer."""
+    write(tmp_path, {"cm.yaml": "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 12\n"})
+    with pytest.raises(F.RenderError, match=r"cm.yaml: is a Git LFS pointer: a checkout does not fetch LFS content"):
+        render(str(tmp_path))
