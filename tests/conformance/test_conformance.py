@@ -926,6 +926,21 @@ def test_immutable_service_cluster_ip(api, ns):
                                           "message": f'Invalid value: ["{other}"]: first value must match `clusterIP`'}]
 
 
+def test_a_service_ip_outside_the_service_range_is_refused_on_create(api, ns):
+    """What a recreate checks first (a dry-run create): a clusterIP outside the range is refused, dry run or not."""
+    path = f"/api/v1/namespaces/{ns}/services"
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "far", "namespace": ns},
+           "spec": {"clusterIP": "1.2.3.4", "ports": [{"port": 80}]}}
+    for dry_run, why in ((True, "the provided IP (1.2.3.4) is not in the valid range. The range of valid IPs is "),
+                         (False, "the provided network does not match the current range")):  # the registry's words
+        status, body, _ = api.request("POST", path + ("?dryRun=All" if dry_run else ""), svc)
+        assert_status(status, body, 422, "Invalid")
+        (cause,) = body["details"]["causes"]
+        assert cause["field"] == "spec.clusterIPs" and cause["reason"] == "FieldValueInvalid", cause
+        assert cause["message"].startswith('Invalid value: ["1.2.3.4"]: failed to allocate IP 1.2.3.4: ' + why), cause
+        assert body["message"] == 'Service "far" is invalid: spec.clusterIPs: ' + cause["message"]
+
+
 def test_immutable_role_binding_role_ref(api, ns):
     path = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings/rb"
     rb = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "rb", "namespace": ns},

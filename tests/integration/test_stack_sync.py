@@ -411,6 +411,28 @@ def test_a_service_whose_cluster_ip_changed_is_recreated_when_asked(client, reco
     assert any(f"Service {ns}/web" in w and "was deleted and created again" in w for w in r.warnings), r.warnings
 
 
+def test_a_recreate_the_server_would_refuse_to_create_deletes_nothing(client, record_ns, ns):
+    """A clusterIP outside the service range: the create of a recreate would be refused, so the Service is not
+    deleted (it would stay gone); check mode says so the same way."""
+    stack = "svc-" + uid()
+    path = f"/api/v1/namespaces/{ns}/services/web"
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": ns},
+           "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}
+    sync(client, record_ns, stack, [svc])
+    first = get(client, path)
+    svc["spec"]["clusterIP"] = first["spec"]["clusterIP"]  # git names the IP it has
+    sync(client, record_ns, stack, [svc])
+    far = json.loads(json.dumps(svc))
+    far["spec"]["clusterIP"] = "1.2.3.4"  # a typo: outside the service range
+    for check_mode, said in ((True, "would not be deleted"), (False, "was not deleted")):
+        with pytest.raises(StackError) as err:
+            sync(client, record_ns, stack, [far], recreate_on_immutable=True, check_mode=check_mode)
+        assert (f"Service {ns}/web: immutable field(s) spec.clusterIPs[0] changed, but the server refuses the object "
+                f"as it would be created again, so it {said}: ") in str(err.value), str(err.value)
+        assert "failed to allocate IP 1.2.3.4" in str(err.value)
+        assert get(client, path)["metadata"]["uid"] == first["metadata"]["uid"]
+
+
 def statefulset(name, ns, storage, **annotations):
     return {"apiVersion": "apps/v1", "kind": "StatefulSet",
             "metadata": {"name": name, "namespace": ns, "annotations": annotations},
@@ -677,6 +699,44 @@ def test_rbac_limited_credentials(client, kube):
                 break
             time.sleep(0.5)
         assert names(r.pruned) == [("ConfigMap", ns, "b")]
+    finally:
+        delete_quietly(client, "/api/v1/namespaces/" + ns)
+
+
+def test_a_confined_stack_with_namespace_credentials_still_refuses_another_stacks_object(client, kube, record_ns):
+    """The set-up docs/security.md recommends: a tenant's credentials may list only its namespace. Whether a desired
+    object belongs to another stack is then read in that namespace (a cluster-wide list is forbidden), and a confined
+    stack refuses it before any write, as it does with the platform's credentials."""
+    if not kube.limited_kubeconfig:
+        pytest.skip("no limited kubeconfig for this cluster")
+    ns, tenant, platform = "ss-share-" + uid(), "tenant-" + uid(), "platform-" + uid()
+    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    try:
+        rules = [{"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["*"]},
+                 {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"]}]
+        client.create(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+                      {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "r"},
+                       "rules": rules})
+        client.create(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+                      {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "r"},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+                       "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "limited"}]})
+        assert sync(client, record_ns, platform, [cm("default-deny", ns, k="platform")]).counts["created"] == 1
+        limited, _ = build_client({"kubeconfig": kube.limited_kubeconfig})
+        confined = {"allowed_namespaces": [ns]}
+        deadline = time.time() + 15
+        while True:
+            try:
+                sync(limited, ns, tenant, [cm("default-deny", ns, k="opened")], confinement=confined)
+                raise AssertionError("the confined stack took the platform's object over")
+            except StackError as e:
+                refused = str(e)
+                if "belong to other stacks" in refused or time.time() > deadline:
+                    break
+                time.sleep(0.5)  # RBAC caches catching up
+        assert f"ConfigMap {ns}/default-deny" in refused and f"(stack '{platform}')" in refused, refused
+        live = get(client, cm_path(ns, "default-deny"))
+        assert live["data"] == {"k": "platform"} and live["metadata"]["labels"][STACK_LABEL] == platform
     finally:
         delete_quietly(client, "/api/v1/namespaces/" + ns)
 

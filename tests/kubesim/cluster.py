@@ -361,7 +361,7 @@ class Cluster:
             changed, _ = fields.compare(_skeleton(rt, {}), _skeleton(rt, obj), self._ctx(rt))
             fields_set = fields.strip(changed, "status" in rt.subresources) - _UNTRACKED.get(rt.kind, set())
         finish_create(obj, meta["uid"])
-        allocate_cluster_ip(obj, self._alloc_ip)
+        allocate_cluster_ip(obj, self._alloc_ip, dry_run, creating=True)
         allocate_node_ports(obj, self._alloc_node_port)
         meta.pop("managedFields", None)
         if fields_set:

@@ -1,6 +1,7 @@
 """Server-side defaulting and validation for the built-in kinds the collection touches."""
 
 import base64
+import ipaddress
 import json
 import re
 
@@ -213,7 +214,18 @@ def _service(obj, alloc_ip):
     obj.setdefault("status", {}).setdefault("loadBalancer", {})
 
 
-def allocate_cluster_ip(obj, alloc_ip):
+#: the service IP range (kube-apiserver's --service-cluster-ip-range, as ../shared/kube/up sets it)
+SERVICE_CIDR = "10.96.0.0/16"
+
+
+def _in_service_range(ip):
+    try:
+        return ipaddress.ip_address(ip) in ipaddress.ip_network(SERVICE_CIDR)
+    except ValueError:
+        return False
+
+
+def allocate_cluster_ip(obj, alloc_ip, dry_run=False, creating=False):
     """Service registry: cluster IP(s) and IP families (on create set after the creator's managed fields are
     computed, so never owned by an Update-operation creator, like the real registry's allocation)."""
     spec = obj.get("spec")
@@ -221,6 +233,14 @@ def allocate_cluster_ip(obj, alloc_ip):
         return
     if "clusterIP" not in spec:
         spec["clusterIP"] = alloc_ip()
+    elif creating and spec["clusterIP"] not in ("", "None") and not _in_service_range(spec["clusterIP"]):
+        # an update that changes an IP git set is refused as immutable first (the real registry's order)
+        ip = spec["clusterIP"]
+        # the real registry's words differ: a dry run asks the range, a create the allocator
+        why = (f"the provided IP ({ip}) is not in the valid range. The range of valid IPs is {SERVICE_CIDR}" if dry_run
+               else "the provided network does not match the current range")
+        raise invalid("Service", (obj.get("metadata") or {}).get("name"), [(
+            "spec.clusterIPs", "FieldValueInvalid", f"Invalid value: {json.dumps([ip])}: failed to allocate IP {ip}: {why}")])
     spec.setdefault("clusterIPs", [spec["clusterIP"]] if spec["clusterIP"] else [])
     spec.setdefault("ipFamilies", ["IPv4"])
     spec.setdefault("ipFamilyPolicy", "SingleStack")

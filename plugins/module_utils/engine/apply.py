@@ -148,8 +148,14 @@ class Applier(Verb):
         fields = e.immutable_fields()
         if fields and (self.opts.recreate_on_immutable or d.recreate):
             self.recreated[d.oid] = recreate_reason(fields, api_message(d, e.message))
+            predicted, refused = self.predict_recreate(d, path)
+            if refused is not None:  # deleting it would leave it gone: the server refuses what would replace it
+                return None, None, ("%s: immutable field(s) %s changed, but the server refuses the object as it would "
+                                    "be created again, so it %s deleted: %s" % (
+                                        d.named(), ", ".join(fields), "would not be" if dry_run else "was not",
+                                        api_message(d, refused.describe())))
             if dry_run:
-                return C.RECREATED, self.predict_recreate(d, path), None
+                return C.RECREATED, predicted, None
             return self.recreate(d, path, fields)
         if fields:
             return None, None, ("%s: cannot change immutable field(s) %s (set %s or the "
@@ -158,21 +164,23 @@ class Applier(Verb):
         return None, None, "%s: apply failed: %s" % (d.named(), api_message(d, e.describe()))
 
     def predict_recreate(self, d, path):
-        """Check mode: the object as a recreate would leave it (a dry-run create under a generated name, told with
-        its own name), so that its diff shows what the server defaults as kept; None if the server refuses that."""
+        """``(object, refusal)``: the object as a recreate would leave it (a dry-run create under a generated name,
+        told with its own name: its diff shows what the server defaults as kept), and the ApiError the server
+        refused that create with (None: it would be created). A refusal over what the old object still holds (an
+        IP or port "already allocated") is not one: the old object goes first."""
         body = dict(d.manifest, metadata=dict(d.manifest.get("metadata") or {}))
         body["metadata"].pop("name", None)
         body["metadata"]["generateName"] = d.oid.name[:40] + "-"
         try:
             obj = self.client.request("POST", path.rsplit("/", 1)[0], params={
                 "dryRun": "All", "fieldManager": self.opts.field_manager}, body=body)
-        except ApiError:
-            return None
+        except ApiError as e:
+            return None, (None if "already allocated" in e.describe() else e)
         if not isinstance(obj, dict):
-            return None
+            return None, None
         meta = dict(obj.get("metadata") or {}, name=d.oid.name)
         meta.pop("generateName", None)
-        return dict(obj, metadata=meta)
+        return dict(obj, metadata=meta), None
 
     def recreate(self, d, path, fields):
         try:
@@ -333,6 +341,13 @@ def refuses_shared(opts):
 def shared_objects(desired, snap, opts, changeset):
     """Desired objects another stack claims: a warning each (taken over), or an error (:func:`refuses_shared`)."""
     shared = [(d, snap.others[d.oid]) for d in desired if d.oid in snap.others and not d.ignored]
+    unchecked = [(d, getattr(snap, "unchecked", {})[d.oid]) for d in desired
+                 if d.oid in getattr(snap, "unchecked", {}) and not d.ignored]
+    if unchecked and refuses_shared(opts):
+        why = ("%s is set" % option("fail_on_shared") if opts.fail_on_shared else "the stack is confined")
+        raise ApplyError("cannot tell whether objects belong to other stacks (%s, and their kind cannot be listed in "
+                         "their namespace): " % why + "; ".join("%s (%s)" % (d.named(), problem)
+                                                                for d, problem in unchecked[:20]))
     if shared and refuses_shared(opts):
         why = ("%s is set" % option("fail_on_shared") if opts.fail_on_shared else
                "the stack is confined; %s: false lets it take them over" % option("fail_on_shared"))

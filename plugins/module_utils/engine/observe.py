@@ -37,6 +37,7 @@ class Snapshot:
         self.others = {}  # ObjectId -> other stack name (only looked up for desired identities)
         self.unverified = set()  # (group, kind) we could not list completely
         self.partial_namespaces = {}  # (group, kind) -> namespaces we could list instead
+        self.unchecked = {}  # ObjectId -> why we could not tell whether another stack holds it (desired ones only)
 
 
 class Observer(Verb):
@@ -127,27 +128,37 @@ class Observer(Verb):
         """Desired objects we did not find: are they another stack's? (``snap.others``)"""
         missing = {}
         for d in desired:
-            if d.oid not in snap.ours and not d.from_crd and d.oid.group_kind not in snap.unverified:
+            # a kind listed in the desired namespaces only (a tenant's credentials) is looked up there too
+            if d.oid not in snap.ours and not d.from_crd:
                 missing.setdefault(d.oid.group_kind, (d.info, set()))[1].add(d.oid)
         if not missing:
             return
         other_selector = "%s,%s!=%s" % (STACK_LABEL, STACK_LABEL, self.opts.stack)
 
         def fetch_others(entry):
+            """``(found, unchecked)``: ``[(ObjectId, other stack)]`` and ``[(ObjectId, why)]``. Credentials that may
+            not list a kind cluster-wide (a tenant's) list it in the desired objects' namespaces."""
             info, oids = entry
             try:
-                found = []
-                for obj in self.list(info, other_selector):
-                    oid = live_identity(obj, info)
-                    if oid in oids:
-                        found.append((oid, label(obj, STACK_LABEL)))
-                return found
-            except ApiError:
-                return []  # only used for a warning / fail_on_shared; the apply still happens
+                try:
+                    items = self.list(info, other_selector)
+                except ApiError as e:
+                    if not (e.is_forbidden and info.namespaced):
+                        raise
+                    items = self.list(info, other_selector, sorted(set(oid.namespace for oid in oids)))
+            except ApiError as e:  # told to shared_objects: a stack that refuses shared objects fails on it
+                return [], [(oid, str(e)) for oid in oids]
+            found = []
+            for obj in items:
+                oid = live_identity(obj, info)
+                if oid in oids:
+                    found.append((oid, label(obj, STACK_LABEL)))
+            return found, []
 
-        for found in self.map(fetch_others, list(missing.values())):
+        for found, unchecked in self.map(fetch_others, list(missing.values())):
             for oid, other in found:
                 snap.others[oid] = other
+            snap.unchecked.update(unchecked)
 
     def refuse_state(self, desired):
         """Raise RecordError for a desired object that is (or could be) some stack's state outside the known

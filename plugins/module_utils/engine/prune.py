@@ -28,6 +28,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants impor
 )
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.identity import identity_digest
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.progress import Steps
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import changeset as C
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import plan as P
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.contents import namespace_blockers, namespace_scan_rounds
@@ -81,13 +82,17 @@ class Pruner(Verb):
         what the other stacks declare, and the candidates that cannot be proven to be this stack's to
         delete (:data:`.plan.RECORDS_UNREADABLE`, :data:`.plan.RECORD_UNKNOWN`)."""
         stack, own = self.opts.stack, self.opts.record_namespace
-        records = read_records(self.client, set(record_namespaces(self.opts)) | self.record.related_namespaces, self.map)
+        known = set(record_namespaces(self.opts))
+        records = read_records(self.client, known | self.record.related_namespaces, self.map).believe(known)
         declared = records.claims(stack, own)
+        unbelieved = records.unbelieved_claims(stack, own)
         namesakes = records.namesakes(stack, own)
         kept = {}
         for oid, obj in candidates:
             if identity_digest(oid) in declared:
                 continue
+            for claim in unbelieved.get(identity_digest(oid), ()):
+                self._warn_unbelieved(oid, claim)
             if records.missing:
                 kept[oid] = P.Reason(P.RECORDS_UNREADABLE, (
                     "not pruned: cannot prove that no other stack declares it, as the records of other stacks "
@@ -99,6 +104,17 @@ class Pruner(Verb):
                     "annotate it %s=<the record namespace of its stack>"
                     % (stack, ", ".join(namesakes), RECORD_NAMESPACE_ANNOTATION)))
         return declared, kept
+
+    def _warn_unbelieved(self, oid, claim):
+        """Say that a record outside the run's record namespaces declares ``oid`` and is not believed."""
+        changeset = self.run.changeset
+        if changeset is not None:
+            changeset.warn("%s: a record of stack %r in namespace %s declares it, but %s is not a record namespace of "
+                           "this run (%s, %s): not believed, so it does not keep the object from being pruned; if "
+                           "that stack is synced by another job with its record there, list %s in %s"
+                           % (oid, str(claim), claim.record_namespace, claim.record_namespace,
+                              option("record_namespace"), option("record_namespaces"), claim.record_namespace,
+                              option("record_namespaces")))
 
     def contents(self, oid, prune_ids, prune_uids):
         """What a Namespace or CRD we would delete would take with it: ``[ObjectId]`` or a problem string."""

@@ -192,6 +192,24 @@ class Records:
         self.items = []
         self.missing = []
         self.cluster_wide = False
+        self.unbelieved = []  # records outside the run's record namespaces: [(namespace, stack, data)]
+
+    def believe(self, namespaces):
+        """Keep only the records in ``namespaces`` (the run's record namespaces); the others go to ``unbelieved``.
+        A record is a ConfigMap anyone who may write ConfigMaps in its namespace can make: one in a tenant's
+        namespace must not make another stack keep (release) what it would prune."""
+        namespaces = set(namespaces)
+        self.unbelieved.extend(i for i in self.items if i[0] not in namespaces)
+        self.items = [i for i in self.items if i[0] in namespaces]
+        return self
+
+    def unbelieved_claims(self, stack, record_namespace):
+        """``{identity digest: [Claim]}`` of what the unbelieved records of other stacks declare."""
+        kept, self.items = self.items, self.unbelieved
+        try:
+            return self.claims(stack, record_namespace)
+        finally:
+            self.items = kept
 
     def add(self, objects):
         for obj in objects:
@@ -214,8 +232,10 @@ class Records:
         return out
 
     def namesakes(self, stack, record_namespace):
-        """Namespaces holding a record of another stack named ``stack``."""
-        return sorted(set(ns for ns, other, _d in self.items if other == stack and ns != record_namespace))
+        """Namespaces holding a record of another stack named ``stack`` (unbelieved ones too: they only keep
+        objects that cannot be told apart, never make anything pruned or released)."""
+        return sorted(set(ns for ns, other, _d in self.items + self.unbelieved
+                          if other == stack and ns != record_namespace))
 
 
 def read_records(client, namespaces, map_fn=None):

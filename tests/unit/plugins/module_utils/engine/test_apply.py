@@ -75,6 +75,20 @@ def test_a_confined_stack_refuses_objects_of_other_stacks_unless_fail_on_shared_
             ((None, None), (None, confined), (False, confined), (True, None))] == [False, True, False, True]
 
 
+def test_a_stack_that_refuses_shared_objects_fails_when_it_cannot_tell():
+    """Desired objects whose kind could not be listed where they are: a stack that refuses shared objects fails
+    before any write, naming why; one that takes them over goes on."""
+    objs = [desired("a")]
+    snap = SimpleNamespace(others={}, unchecked={objs[0].oid: "forbidden"})
+    confined = compile_policy({"allowed_namespaces": ["apps"]})
+    with pytest.raises(a.ApplyError, match=r"cannot tell whether objects belong to other stacks \(the stack is "
+                                           r"confined, .*\): ConfigMap apps/a \(forbidden\)"):
+        a.shared_objects(objs, snap, SimpleNamespace(fail_on_shared=None, policy=confined, stack="s"), ChangeSet())
+    changeset = ChangeSet()
+    a.shared_objects(objs, snap, SimpleNamespace(fail_on_shared=None, policy=None, stack="s"), changeset)
+    assert changeset.warnings == []
+
+
 class PutClient:
     """Answers each PUT with the next of ``answers`` (an ApiError is raised); records the bodies."""
 
