@@ -170,6 +170,9 @@ options:
         C(stacksync.io/record-of)); where its credentials may not, it reads them in O(record_namespace), in these
         namespaces and in those its objects name, and if it may not read one of them it deletes nothing it cannot
         prove undeclared, naming the missing right.
+      - Only the records in O(record_namespace) and these namespaces are believed (a record is a ConfigMap anyone
+        who may write ConfigMaps in its namespace can make); one found elsewhere keeps nothing from being pruned,
+        and the run warns naming it. List here the record namespaces of stacks that other jobs sync on the cluster.
       - M(stacksync.k8s.sources) sets it to the record namespaces of all the stacks of the sync.
     type: list
     elements: str
