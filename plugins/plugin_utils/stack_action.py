@@ -331,14 +331,17 @@ class ModuleRuns:
 
 
 def with_module_stderr(result, lines=3, limit=500):
-    """``result`` of a module process, its ``msg`` followed by the last ``lines`` of the process's standard error
+    """``result`` of a module process, its ``msg`` followed by the first line and the last ``lines`` - 1 of the
+    process's standard error (a shell or a shim says what failed first, a traceback last)
     when the process gave no result (ansible-core's "Module result deserialization failed" / "MODULE FAILURE": an
     interpreter that does not start, a crash), which ansible-core shows only with ``-vvv``: the cause in the task's
     message, as a plain module's failure shows it."""
     stderr = result.get("module_stderr") if isinstance(result, dict) and result.get("failed") else None
     if not isinstance(stderr, str) or not stderr.strip():
         return result
-    said = [line.strip() for line in stderr.strip().splitlines() if line.strip()][-lines:]
+    said = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    if len(said) > lines:
+        said = [said[0], "..."] + said[-(lines - 1):]
     tail = " / ".join(said)
     if len(tail) > limit:
         tail = "..." + tail[-limit:]

@@ -28,6 +28,7 @@ import re
 import time
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import PRUNE_MARK_ANNOTATION
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.objects import annotation
 
 PENDING = "pending"
@@ -155,6 +156,19 @@ def split(prune, grace, now):
         else:
             prune.candidates.append((oid, info, obj))
     return prune
+
+
+def marked_without_grace(prune, grace, shown=5):
+    """The warning of a run without a grace period that prunes objects an earlier run marked (with one), or None:
+    their marks said "pruned after" a later time."""
+    if grace is not None or prune is None:
+        return None
+    marked = [str(oid) for oid, _info, obj in prune.candidates if is_marked(obj)]
+    if not marked:
+        return None
+    more = " and %d more" % (len(marked) - shown) if len(marked) > shown else ""
+    return ("%d object(s) marked for pruning by a run with a prune grace period are pruned now, as this run has none "
+            "(set %s to let them wait): %s%s" % (len(marked), option("prune_grace"), "; ".join(marked[:shown]), more))
 
 
 def waiting_reason(prune_after_time, marked=True):

@@ -84,6 +84,9 @@ class PruneSteps:
             changeset.warn(decision.message)
             return set(), False
         self.pruning = True
+        early = G.marked_without_grace(plan.prune, self.grace)
+        if early:
+            changeset.warn(early)
         self._report_later(plan.prune, changeset)
         remaining, pruned = self.pruner.execute(plan.prune, changeset, dry_run)
         self.marker.mark(plan.prune.marks, self.grace, changeset, dry_run)

@@ -39,10 +39,15 @@ def test_a_module_process_that_gave_no_result_says_why_in_its_message():
     """An interpreter that does not start: ansible-core's message says only that no JSON came back."""
     failed = {"failed": True, "msg": "Module result deserialization failed: No start of json char found",
               "module_stderr": "pyenv: python3.13: command not found\n\nThe `python3.13' command exists in these "
-                               "Python versions:\n  3.13.1\n", "module_stdout": ""}
+                               "Python versions:\n  3.13.1\n\nNote: See 'pyenv help global' for tips on allowing "
+                               "both\n      python2 and python3 to be found.\n", "module_stdout": ""}
     assert with_module_stderr(failed)["msg"] == (
         "Module result deserialization failed: No start of json char found (the module process said: pyenv: "
-        "python3.13: command not found / The `python3.13' command exists in these Python versions: / 3.13.1)")
+        "python3.13: command not found / ... / Note: See 'pyenv help global' for tips on allowing both / python2 "
+        "and python3 to be found.)")
+    short = dict(failed, module_stderr="Traceback (most recent call last):\nImportError: no module named x\n")
+    assert with_module_stderr(short)["msg"].endswith(
+        "(the module process said: Traceback (most recent call last): / ImportError: no module named x)")
     assert with_module_stderr(dict(failed, module_stderr="x" * 2000))["msg"].endswith("said: ..." + "x" * 500 + ")")
     for unchanged in ({"failed": True, "msg": "apply failed"}, {"changed": True, "module_stderr": "a warning"},
                       {"failed": True, "msg": "boom: a", "module_stderr": "a"}):

@@ -95,6 +95,16 @@ def test_without_a_grace_every_candidate_is_due_marked_or_not():
     assert g.due(marked("b", T0)[2], None, None)
 
 
+def test_a_run_without_a_grace_says_it_prunes_what_a_run_with_one_marked():
+    plan = prune_of(marked("a"), marked("b", T0))
+    g.split(plan, None, T0)
+    assert g.marked_without_grace(plan, None) == (
+        "1 object(s) marked for pruning by a run with a prune grace period are pruned now, as this run has none (set "
+        "prune_grace to let them wait): " + str(plan.candidates[1][0]))
+    assert g.marked_without_grace(prune_of(marked("a")), None) is None  # nothing marked: nothing to say
+    assert g.marked_without_grace(plan, 30) is None
+
+
 def test_a_namespace_or_crd_waits_while_what_it_holds_waits():
     ns = marked("web", T0 - 100, info=NS)
     crd = marked("widgets.example.com", T0 - 100, info=CRD)
