@@ -341,7 +341,7 @@ def with_module_stderr(result, lines=3, limit=500):
         return result
     said = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
     if len(said) > lines:
-        said = [said[0], "..."] + said[-(lines - 1):]
+        said = [said[0], "...", *said[-(lines - 1):]]
     tail = " / ".join(said)
     if len(tail) > limit:
         tail = "..." + tail[-limit:]
