@@ -57,6 +57,11 @@ def _established(crd):
                for c in (crd.get("status") or {}).get("conditions") or [])
 
 
+def held_by_finalizers(obj):
+    """Whether a deleted object (as the run observed it) has finalizers: it may stay, terminating, after its DELETE."""
+    return bool(((obj or {}).get("metadata") or {}).get("finalizers"))
+
+
 class Pruner(Verb):
     """Reads the prune facts and carries out a :class:`.plan.PrunePlan` for one run (its :class:`.context.RunContext`:
     the run's prune grace period is None for state absent, see StackManager.delete_all)."""
@@ -202,6 +207,8 @@ class Pruner(Verb):
                 elif outcome == PRUNED:
                     self._pruned(candidate[0], candidate[1], detail, changeset)
                     pruned.add(candidate[0])
+                    if held_by_finalizers(detail):  # it may stay, terminating: its kind stays recorded (later runs
+                        remaining.add(candidate[0].group_kind)  # list it and report it terminating; then it narrows)
                 else:
                     self._not_pruned(candidate, outcome, detail, changeset, remaining)
             if lost is not None:

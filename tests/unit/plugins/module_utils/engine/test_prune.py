@@ -267,7 +267,8 @@ def test_objects_held_by_finalizers_are_reported_terminating_after_the_wait(clie
     held["metadata"]["finalizers"] = ["example.com/hold"]
     sync(client, stack, [namespace(ns), configmap("a", ns), held])
     m, plan = planned(client, stack, [namespace(ns)], wait_timeout=0.2)
-    cs, _remaining, pruned = execute(m, plan)
+    cs, remaining, pruned = execute(m, plan)
+    assert remaining == {("", "ConfigMap")}  # its kind stays recorded: later runs still list it (and see it terminating)
     m.pruner.wait_gone(plan.prune, pruned, cs)
     flags = dict((e.oid.name, e.extra.get("terminating")) for e in cs.entries)
     assert flags == {"a": None, "held": True}
