@@ -179,6 +179,7 @@ def _load_chunk(chunk, rel, index, first_line, decrypt, budget=None):
         if getattr(exc, "problem", None) == "did not find expected <document start>" and _END_MARKER.search(chunk):
             problem += (" (content after a '...' document end marker: kubectl would silently ignore it; "
                         "start a new document with a --- line)")
+        problem += helm_hint(chunk)
         raise RenderError(problem, rel, doc=index, line=error_line or line) from None
     except RecursionError:
         raise RenderError("the document is nested too deeply (more levels than the YAML parser's recursion limit)",
@@ -267,6 +268,19 @@ def _file_documents(unit, settings):
     return iter_yaml_documents(text, unit.rel, decrypt=decrypt, budget=settings.budget)
 
 
+#: Go template actions on a dot (Helm's ``{{ .Values.x }}``, ``{{- .Release.Name }}``, ``{{ include "x" . }}``)
+_GO_TEMPLATE = re.compile(r"\{\{-?\s*(\.[A-Za-z]|include\s|template\s|toYaml\s)")
+
+
+def helm_hint(text):
+    """A hint for a text holding Go template actions (a Helm chart's template), else ``""``."""
+    if not _GO_TEMPLATE.search(text or ""):
+        return ""
+    return (" (this looks like a Helm chart's Go template: {{ .Values.x }} is not YAML, and *.j2 files are Jinja2 "
+            "({{ x }}, with x in the source's vars); render a chart with helm template into git, or with "
+            "kustomize's helmCharts)")
+
+
 def _rendered(unit, text, settings):
     """The text a template renders to (its output refused past ``max_file_size``)."""
     if settings.template is None:
@@ -276,9 +290,9 @@ def _rendered(unit, text, settings):
     except RenderError:
         raise
     except TemplateFailure as exc:  # the sandbox: what it refused or what failed, and where
-        raise RenderError(exc.problem, unit.rel, line=exc.line) from None
+        raise RenderError(exc.problem + helm_hint(text), unit.rel, line=exc.line) from None
     except Exception as exc:  # pylint: disable=broad-except  # any templating failure
-        raise RenderError("template error: %s" % _msg(exc), unit.rel) from exc
+        raise RenderError("template error: %s%s" % (_msg(exc), helm_hint(text)), unit.rel) from exc
     if isinstance(rendered, (dict, list)):  # a template that is a single expression
         rendered = json.dumps(rendered)
     # a plain str: ansible-core 2.16's unsafe text is a subclass whose str() is itself, which libyaml refuses

@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import contextlib
+import difflib
 import hashlib
 import json
 import os
@@ -138,8 +139,13 @@ class DiscoveryIndex:
             return "%s is not served in version %s by this cluster (it serves apiVersion %s)" % (
                 gk, version, ", ".join(v.api_version for v in versions))
         elsewhere = sorted(set(v[0].api_version for (g, k), v in self._by_gk.items() if k == kind and g != group))
-        return "kind %s is not known to this cluster (no such API group/kind in discovery%s)" % (
-            gk, "; %s is served as apiVersion %s" % (kind, ", ".join(elsewhere)) if elsewhere else "")
+        if elsewhere:
+            hint = "; %s is served as apiVersion %s" % (kind, ", ".join(elsewhere))
+        else:
+            near = difflib.get_close_matches(kind, sorted(set(k for (g, k) in self._by_gk if g == group)), n=1,
+                                             cutoff=0.75)
+            hint = "; did you mean %s?" % near[0] if near else ""
+        return "kind %s is not known to this cluster (no such API group/kind in discovery%s)" % (gk, hint)
 
     def listable(self):
         """Preferred-version resource for every (group, kind) that can be listed and deleted."""

@@ -34,3 +34,20 @@ def test_a_git_lfs_pointer_says_what_it_is(tmp_path):
     write(tmp_path, {"cm.yaml": "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 12\n"})
     with pytest.raises(F.RenderError, match=r"cm.yaml: is a Git LFS pointer: a checkout does not fetch LFS content"):
         render(str(tmp_path))
+
+
+@pytest.mark.parametrize("name, text", [
+    ("deploy.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.name }}\n"),
+    ("deploy.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n{{- include \"labels\" . }}\n"),
+])
+def test_a_helm_template_says_what_it_is(tmp_path, name, text):
+    write(tmp_path, {name: text})
+    with pytest.raises(F.RenderError, match=r"this looks like a Helm chart's Go template"):
+        render(str(tmp_path))
+
+
+def test_a_plain_yaml_error_has_no_helm_hint(tmp_path):
+    write(tmp_path, {"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n"})
+    with pytest.raises(F.RenderError) as info:
+        render(str(tmp_path))
+    assert "Helm" not in str(info.value)

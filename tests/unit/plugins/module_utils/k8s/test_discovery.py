@@ -168,3 +168,11 @@ def test_an_unknown_kind_or_version_names_the_apiversions_the_cluster_serves():
         "Ingress is served as apiVersion networking.k8s.io/v1)")
     assert index.unknown("example.com", "Widget", "v1") == (
         "kind Widget.example.com is not known to this cluster (no such API group/kind in discovery)")
+    # a misspelled kind of a group the cluster serves: the nearest kind of that group
+    deploy = ResourceInfo("apps", "v1", "Deployment", "deployments", True, ("list",))
+    index = DiscoveryIndex([deploy, CM])
+    assert index.unknown("apps", "Deploymnet", "v1") == (
+        "kind Deploymnet.apps is not known to this cluster (no such API group/kind in discovery; did you mean "
+        "Deployment?)")
+    assert index.unknown("", "ConfigMapp", "v1").endswith("; did you mean ConfigMap?)")
+    assert index.unknown("", "Nothing", "v1").endswith("(no such API group/kind in discovery)")
