@@ -141,8 +141,9 @@ class Applier(Verb):
     def _foreign_tool(self, d, obj):
         tool = foreign_tool(obj or {})
         if tool and not foreign_tool(d.manifest):  # marks that come from git itself are git's
-            self.notes.append("%s is also managed by %s; both will keep changing it (remove it from one of them)"
-                              % (d.named(), tool))
+            self.notes.append("%s is also managed by %s; both will keep changing it (remove it from one of them; to "
+                              "move it here, see docs/adoption.md: %s takes over the fields the tool set)"
+                              % (d.named(), tool, option("takeover_managers")))
 
     def _refused(self, d, live, path, e, dry_run):
         fields = e.immutable_fields()

@@ -67,7 +67,8 @@ def test_warnings_go_to_warn(params, client):
     warnings = []
     run_stack(params(name=stack, resources=manifests(ns, "a", "h")), warn=warnings.append)
     assert warnings == [f"ConfigMap {ns}/h is also managed by Helm; both will keep changing it (remove it from one of "
-                        "them)"]
+                        "them; to move it here, see docs/adoption.md: takeover_managers takes over the fields the tool "
+                        "set)"]
 
 
 def test_a_refused_prune_fails_with_the_phase_and_what_was_known(params):
