@@ -264,7 +264,8 @@ def test_single_source_applies_and_prunes_in_one_run(setup, kube, tmp_path):
         run = run_playbook(inventory, extra, playbook=play)
         assert run.rc == 0, run.tail()
         (r,) = json.loads(results_file.read_text())["results"]
-        assert r["counts"] == {"created": 0, "configured": 0, "unchanged": 2, "pruned": 1, "skipped": 0}, r
+        assert r["counts"] == {"created": 0, "configured": 0, "recreated": 0, "unchanged": 2, "pruned": 1,
+                               "skipped": 0}, r
         assert r["pruning"] == "done" and r["changed"] and not r["failed"], r
         assert [o["name"] for o in r["pruned"]] == ["gone"], r
         assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/gone") is None
