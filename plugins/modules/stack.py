@@ -171,8 +171,9 @@ options:
         namespaces and in those its objects name, and if it may not read one of them it deletes nothing it cannot
         prove undeclared, naming the missing right.
       - Only the records in O(record_namespace) and these namespaces are believed (a record is a ConfigMap anyone
-        who may write ConfigMaps in its namespace can make); one found elsewhere keeps nothing from being pruned,
-        and the run warns naming it. List here the record namespaces of stacks that other jobs sync on the cluster.
+        who may write ConfigMaps in its namespace can make); what one found elsewhere declares is neither pruned
+        nor handed over (skipped, reason C(record-elsewhere), naming it). List here the record namespaces of stacks
+        that other jobs sync on the cluster.
       - M(stacksync.k8s.sources) sets it to the record namespaces of all the stacks of the sync.
     type: list
     elements: str
@@ -465,6 +466,7 @@ skipped_objects:
       V(contents-unknown), V(delete-refused), V(release-refused), V(records-unreadable) -- the credentials may not
       read the records that would prove nobody else declares it --, V(record-unknown) -- applied before objects named
       their record namespace, while a stack of the same name keeps its record elsewhere,
+      V(record-elsewhere) -- a record outside the run's record namespaces declares it (see O(record_namespaces)) --,
       V(declared-twice) -- another source of the run declares it too and keeps it --, V(grace) -- marked for pruning,
       waiting for O(prune_grace) to pass, with C(prune_after) --, V(plan-skipped) -- a deletion of the O(approved_plan)
       that no longer applies --, V(not-approved) -- the O(approved_plan) lists it only as marked) and the C(phase)

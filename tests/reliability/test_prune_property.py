@@ -499,7 +499,10 @@ class Sequence:
         listed = recorded_kinds.get((self.record_ns[s], self.stack[s]), set()) | set(oid.group_kind for oid in desired_ids)
         self.deletes = []
         fault = None if fault_free else self._inject()
-        options = dict(namespace=self.default_ns[s], record_namespace=self.record_ns[s], discovery_cache_dir=self.cache_dir)
+        # every stack's record namespace is one the runs know of (a record elsewhere is not believed: a tenant could
+        # make one; its objects are then kept, neither pruned nor handed over)
+        options = dict(namespace=self.default_ns[s], record_namespace=self.record_ns[s], discovery_cache_dir=self.cache_dir,
+                       record_namespaces=sorted(set(self.record_ns.values())))
         would_prune = None
         if fault is None and desired:  # what stack_info says the sync will delete (it must agree exactly)
             self.write_stale_cache()

@@ -539,16 +539,16 @@ def codes(cs):
 
 
 def test_an_object_declared_by_a_stack_whose_record_is_in_another_namespace_is_released_not_deleted(admin, ns, record_nss):
-    ra, rb = record_nss
+    ra, rb = record_nss  # each job lists the other's record namespace (records elsewhere are not believed)
     a, b = "rna-" + uid(), "rnb-" + uid()
-    sync(admin, a, [cm("shared", ns, v="a"), cm("a-only", ns)], namespace=ns, record_namespace=ra)
-    sync(admin, b, [cm("shared", ns, v="a"), cm("b-only", ns)], namespace=ns, record_namespace=rb)  # takes it over
-    cs = sync(admin, b, [cm("b-only", ns)], namespace=ns, record_namespace=rb)
+    sync(admin, a, [cm("shared", ns, v="a"), cm("a-only", ns)], namespace=ns, record_namespace=ra, record_namespaces=[rb])
+    sync(admin, b, [cm("shared", ns, v="a"), cm("b-only", ns)], namespace=ns, record_namespace=rb, record_namespaces=[ra])  # takes it over
+    cs = sync(admin, b, [cm("b-only", ns)], namespace=ns, record_namespace=rb, record_namespaces=[ra])
     assert not cs.pruned and [(e["name"], e["stack"]) for e in cs.released] == [("shared", a)], (cs.pruned, cs.warnings)
     assert any(f"(record in namespace {ra})" in w for w in cs.warnings)
     live = admin.get(cm_path(ns, "shared"))["metadata"]
     assert live["labels"][STACK_LABEL] == a and live["annotations"]["stacksync.io/record-namespace"] == ra
-    cs = sync(admin, a, [cm("shared", ns, v="a"), cm("a-only", ns)], namespace=ns, record_namespace=ra)
+    cs = sync(admin, a, [cm("shared", ns, v="a"), cm("a-only", ns)], namespace=ns, record_namespace=ra, record_namespaces=[rb])
     assert not cs.pruned and admin.get_or_none(cm_path(ns, "b-only")) is not None
 
 
@@ -570,11 +570,11 @@ def test_a_stack_of_the_same_name_whose_record_is_elsewhere_keeps_its_objects(ad
 def test_objects_applied_before_record_namespaces_were_named_are_kept_while_a_namesake_exists(admin, ns, record_nss):
     ra, rb = record_nss
     name = "old-" + uid()
-    sync(admin, name, [cm("a1", ns), cm("a2", ns)], namespace=ns, record_namespace=ra)
-    sync(admin, name, [cm("b1", ns)], namespace=ns, record_namespace=rb)
+    sync(admin, name, [cm("a1", ns), cm("a2", ns)], namespace=ns, record_namespace=ra, record_namespaces=[rb])
+    sync(admin, name, [cm("b1", ns)], namespace=ns, record_namespace=rb, record_namespaces=[ra])
     for obj in ("a1", "a2", "b1"):  # as an older version of the collection applied them
         H.merge_patch(admin, ObjectId("", "ConfigMap", ns, obj), {"metadata": {"annotations": {"stacksync.io/record-namespace": None}}})
-    cs = sync(admin, name, [cm("a1", ns)], namespace=ns, record_namespace=ra)
+    cs = sync(admin, name, [cm("a1", ns)], namespace=ns, record_namespace=ra, record_namespaces=[rb])
     assert not cs.pruned, cs.pruned
     assert codes(cs) == {("ConfigMap", "a2"): "record-unknown"}, cs.skipped  # nobody declares it: whose is it?
     # b1 is declared by the record of the namesake: handed back to it, not deleted
@@ -585,7 +585,7 @@ def test_objects_applied_before_record_namespaces_were_named_are_kept_while_a_na
     assert admin.get(cm_path(ns, "a1"))["metadata"]["annotations"]["stacksync.io/record-namespace"] == ra
     # once it is the only stack of its name, the unbound objects of that name are its own
     admin.delete(f"/api/v1/namespaces/{rb}/configmaps/{object_name(name)}")
-    cs = sync(admin, name, [cm("a1", ns)], namespace=ns, record_namespace=ra)
+    cs = sync(admin, name, [cm("a1", ns)], namespace=ns, record_namespace=ra, record_namespaces=[rb])
     assert [e["name"] for e in cs.pruned] == ["a2"] and admin.get_or_none(cm_path(ns, "b1")) is not None
 
 

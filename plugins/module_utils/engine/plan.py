@@ -101,6 +101,8 @@ NOT_APPLIED = "not-applied"
 RECORDS_UNREADABLE = "records-unreadable"
 #: stamped before objects named their record namespace, and a stack of the same name has its record elsewhere
 RECORD_UNKNOWN = "record-unknown"
+#: a record outside the run's record namespaces declares it: not believed enough to hand it over, nor ignored
+RECORD_ELSEWHERE = "record-elsewhere"
 #: bound to another record namespace (a stack of the same name took it over after the observation)
 OTHER_RECORD = "other-record"
 #: changed since it was observed (its DELETE's preconditions failed) and no longer to be deleted

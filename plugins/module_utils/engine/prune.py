@@ -57,6 +57,16 @@ def _established(crd):
                for c in (crd.get("status") or {}).get("conditions") or [])
 
 
+def unbelieved_reason(claim):
+    """Why an object that a record outside the run's record namespaces declares is neither pruned nor handed over."""
+    return P.Reason(P.RECORD_ELSEWHERE, (
+        "not pruned: a record of stack %r in namespace %s declares it, and %s is not a record namespace of this run "
+        "(%s, %s): not handed over to that stack either (anyone who may write ConfigMaps there can make such a "
+        "record); list %s in %s if that stack is synced by another job, else delete that record"
+        % (str(claim), claim.record_namespace, claim.record_namespace, option("record_namespace"),
+           option("record_namespaces"), claim.record_namespace, option("record_namespaces"))))
+
+
 def held_by_finalizers(obj):
     """Whether a deleted object (as the run observed it) has finalizers: it may stay, terminating, after its DELETE."""
     return bool(((obj or {}).get("metadata") or {}).get("finalizers"))
@@ -96,8 +106,10 @@ class Pruner(Verb):
         for oid, obj in candidates:
             if identity_digest(oid) in declared:
                 continue
-            for claim in unbelieved.get(identity_digest(oid), ()):
-                self._warn_unbelieved(oid, claim)
+            elsewhere = unbelieved.get(identity_digest(oid))
+            if elsewhere:
+                kept[oid] = unbelieved_reason(elsewhere[0])
+                continue
             if records.missing:
                 kept[oid] = P.Reason(P.RECORDS_UNREADABLE, (
                     "not pruned: cannot prove that no other stack declares it, as the records of other stacks "
@@ -110,16 +122,6 @@ class Pruner(Verb):
                     % (stack, ", ".join(namesakes), RECORD_NAMESPACE_ANNOTATION)))
         return declared, kept
 
-    def _warn_unbelieved(self, oid, claim):
-        """Say that a record outside the run's record namespaces declares ``oid`` and is not believed."""
-        changeset = self.run.changeset
-        if changeset is not None:
-            changeset.warn("%s: a record of stack %r in namespace %s declares it, but %s is not a record namespace of "
-                           "this run (%s, %s): not believed, so it does not keep the object from being pruned; if "
-                           "that stack is synced by another job with its record there, list %s in %s"
-                           % (oid, str(claim), claim.record_namespace, claim.record_namespace,
-                              option("record_namespace"), option("record_namespaces"), claim.record_namespace,
-                              option("record_namespaces")))
 
     def contents(self, oid, prune_ids, prune_uids):
         """What a Namespace or CRD we would delete would take with it: ``[ObjectId]`` or a problem string."""

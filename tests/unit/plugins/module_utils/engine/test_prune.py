@@ -83,10 +83,11 @@ def test_facts_name_what_another_stacks_record_declares_and_the_plan_releases_it
     assert any("still declares it: released to it, not deleted" in w for w in cs.warnings)
 
 
-def test_a_record_outside_the_runs_record_namespaces_keeps_nothing_from_its_prune(client):
+def test_a_record_outside_the_runs_record_namespaces_neither_prunes_nor_hands_over(client):
     """A tenant who may write ConfigMaps in its namespace makes a record there (label and data agree, the object's
-    digest is public) declaring the platform's object: it is not believed; the object is pruned, said so. Listed
-    in record_namespaces (another job's stack with its record there), the same record releases it."""
+    digest is public) declaring the platform's object: the object is not handed over to that stack (before, it was,
+    silently: the platform never saw it again), nor deleted -- kept, the record named, on every run. Listed in
+    record_namespaces (another job's stack with its record there), the same record hands it over."""
     ns, tenant_ns, platform, fake = unique("p-fake"), unique("p-tenant"), unique("platform"), unique("keepme")
     create(client, "/api/v1/namespaces", namespace(tenant_ns))
     sync(client, platform, [namespace(ns), configmap("admin-binding", ns), configmap("stays", ns)])
@@ -94,17 +95,15 @@ def test_a_record_outside_the_runs_record_namespaces_keeps_nothing_from_its_prun
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "stacksync-" + fake, "labels": {RECORD_LABEL: fake}},
         "data": {"stack": fake, "objects": identity_digest(cm_id(ns, "admin-binding"))}})
-    m, plan = planned(client, platform, [namespace(ns), configmap("stays", ns)])
-    assert plan.prune.releases == [] and [oid.name for oid, _i, _o in plan.prune.candidates] == ["admin-binding"]
-    cs = ChangeSet()
-    m.run.changeset = cs
-    m.pruner.facts(plan.prune)
-    assert any(f"a record of stack '{fake}' in namespace {tenant_ns} declares it, but {tenant_ns} is not a record "
-               "namespace of this run" in w for w in cs.warnings), cs.warnings
-    _cs, _remaining, pruned = execute(m, plan)
-    assert pruned == {cm_id(ns, "admin-binding")} and live(client, cm_path(ns, "admin-binding")) is None
-    sync(client, platform, [namespace(ns), configmap("admin-binding", ns), configmap("stays", ns)])
-    m, plan = planned(client, platform, [namespace(ns), configmap("stays", ns)], record_namespaces=[tenant_ns])
+    _m, plan = planned(client, platform, [namespace(ns), configmap("stays", ns)])
+    assert plan.prune.releases == [] and plan.prune.candidates == []
+    ((_oid, _info, _obj, reason),) = [k for k in plan.prune.kept if k[0].name == "admin-binding"]
+    assert reason.code == P.RECORD_ELSEWHERE and str(reason).startswith(
+        f"not pruned: a record of stack '{fake}' in namespace {tenant_ns} declares it, and {tenant_ns} is not a record "
+        "namespace of this run")
+    cs = sync(client, platform, [namespace(ns), configmap("stays", ns)])
+    assert not cs.pruned and live(client, cm_path(ns, "admin-binding"))["metadata"]["labels"][STACK_LABEL] == platform
+    _m, plan = planned(client, platform, [namespace(ns), configmap("stays", ns)], record_namespaces=[tenant_ns])
     assert [(oid.name, other) for oid, _i, _o, other in plan.prune.releases] == [("admin-binding", fake)]
 
 
