@@ -18,6 +18,7 @@ __metaclass__ = type
 import json
 import os
 import sys
+from collections.abc import Mapping
 
 from ansible import constants as ansible_constants
 from ansible.errors import AnsibleError
@@ -416,6 +417,10 @@ class StackAction(ActionBase):
 
     def _run(self, result, task_vars):
         args = dict(self._task.args)
+        if isinstance(args.get("resources"), Mapping):
+            # one manifest: what lookup() without wantlist=True gives for a tree of one (ansible-core unwraps a list
+            # of one), taken as the list of one it stands for, as kubernetes.core.k8s takes its definition
+            args["resources"] = [args["resources"]]
         validated, error = self.ENGINE.validate(args)
         if error:
             result.update(failed=True, msg=error)
