@@ -196,8 +196,10 @@ options:
     default: false
   wait_timeout:
     description:
-      - Seconds to wait for readiness (O(wait)), for a recreated object to go away, and for the lock.
-    type: int
+      - How long to wait for readiness (O(wait)), for a recreated object to go away, and for the lock.
+      - A number of seconds (V(300)) or a duration as for O(prune_grace) (V(90s), V(5m), V(1h), V(1h30m); units
+        C(s), C(m), C(h), C(d), C(w)), as Flux writes its timeouts. Anything else fails the task before any request.
+    type: raw
     default: 300
   wait_condition:
     description:
