@@ -135,6 +135,11 @@ class ActionModule(ActionBase):
             result["stacksync_results"] = entries
         if self._emitting:
             self._emit(result, prepared, params)
+        if display.verbosity < 2:
+            # -v is for the progress lines: the default callback prints no result of thousands of entries under them
+            # (as gather_facts does for its facts); from -vv on it does. Registered, it holds them all. A failed task's
+            # result is printed whatever the verbosity.
+            result["_ansible_verbose_override"] = True
         failed = [e["stack"] for e in entries if e["failed"]]
         if failed:
             # the message is the error; a failed task's facts and stats are dropped by Ansible, which prints its whole

@@ -173,7 +173,10 @@ options:
     default: 300
 notes:
   - Runs on the controller. Use C(query) instead of C(lookup) (or pass O(ignore:wantlist=true)) so a tree holding a single manifest
-    still returns a list.
+    still returns a list. Without it, Ansible returns the only manifest of such a tree as a mapping, not a list of
+    one (and an empty list for an empty tree); the O(stacksync.k8s.stack#module:resources) of
+    M(stacksync.k8s.stack) and M(stacksync.k8s.stack_info) take that mapping as a list of one, but a loop or a
+    C(length) over it would see the manifest's keys.
   - Duplicates are detected by API group, kind, namespace as written in the manifest and name.
   - Document indexes start at 0 and count every document of a file, empty ones included.
 seealso:

@@ -346,8 +346,8 @@ options:
         type: str
         required: true
   wait_timeout:
-    description: As O(stacksync.k8s.stack#module:wait_timeout).
-    type: int
+    description: As O(stacksync.k8s.stack#module:wait_timeout) (seconds, or a duration such as V(5m)).
+    type: raw
 extends_documentation_fragment:
   - stacksync.k8s.k8s_auth
   - stacksync.k8s.git_checkout

@@ -30,6 +30,9 @@ options:
       - The desired manifests (for example from the C(stacksync.k8s.manifests) lookup). The C(stacksync.io/source)
         annotation the lookup adds is removed before applying.
       - Objects annotated C(stacksync.io/ignore=true) are neither applied nor pruned.
+      - A single mapping is taken as a list of one manifest, as C(kubernetes.core.k8s) takes its C(definition). It is
+        what C(lookup('stacksync.k8s.manifests', dir)) without C(wantlist=True) returns for a tree holding one
+        manifest (Ansible unwraps a list of one). C(query()) always returns a list.
       - Ignored with O(state=absent). Mutually exclusive with O(src) and O(resources_file).
     type: list
     elements: dict
@@ -197,8 +200,10 @@ options:
     default: false
   wait_timeout:
     description:
-      - Seconds to wait for readiness (O(wait)), for a recreated object to go away, and for the lock.
-    type: int
+      - How long to wait for readiness (O(wait)), for a recreated object to go away, and for the lock.
+      - A number of seconds (V(300)) or a duration as for O(prune_grace) (V(90s), V(5m), V(1h), V(1h30m); units
+        C(s), C(m), C(h), C(d), C(w)), as Flux writes its timeouts. Anything else fails the task before any request.
+    type: raw
     default: 300
   wait_condition:
     description:

@@ -31,6 +31,7 @@ options:
     description:
       - The desired manifests to compare against (as given to M(stacksync.k8s.stack)). Without them (and without
         O(src)), objects are reported with status V(present) (or V(kept) when protected).
+      - A single mapping is taken as a list of one manifest, as by M(stacksync.k8s.stack).
       - Mutually exclusive with O(src).
     type: list
     elements: dict

@@ -18,6 +18,7 @@ __metaclass__ = type
 import json
 import os
 import sys
+from collections.abc import Mapping
 
 from ansible import constants as ansible_constants
 from ansible.errors import AnsibleError
@@ -196,9 +197,10 @@ class EngineModule:
         validated = validate_args(args, self.argument_spec, self.mutually_exclusive)
         return validated, validation_message(validated, self.name)
 
-    def runner(self, task, prefetch=None, announce=None, shared=None):
+    def runner(self, task, prefetch=None, announce=None, shared=None, host=None):
         """``runner(params, warn)``: the module's run in this process (see :func:`run_in_process`) for ``task``
-        (``shared``: the lists of the sources task the run is part of, :mod:`.shared_lists`)."""
+        (``shared``: the lists of the sources task the run is part of, :mod:`.shared_lists`; ``host``: the inventory
+        host it runs for, named by its lines)."""
         raise NotImplementedError
 
     def prefetch(self, params):
@@ -210,6 +212,12 @@ class EngineModule:
         return args
 
 
+def progress_prefix(host, stack):
+    """What a progress line of ``stack``'s run for inventory host ``host`` starts with, as the sources action's lines
+    start: ``stacksync [prod-eu] stack web: ``."""
+    return "stacksync [%s] stack %s: " % (host or "localhost", stack)
+
+
 class StackModule(EngineModule):
     """``stacksync.k8s.stack``: :func:`.runner.run_stack`."""
 
@@ -219,12 +227,12 @@ class StackModule(EngineModule):
     #: the manifests of a module process, next to the module in the task's remote temporary directory
     RESOURCES_FILE = "stacksync-resources.json"
 
-    def runner(self, task, prefetch=None, announce=None, shared=None):
+    def runner(self, task, prefetch=None, announce=None, shared=None, host=None):
         def run(params, warn):
             # told of the run's progress: ``announce`` (the sources action's lines: its start line comes first), and
-            # ``-v`` lines
+            # ``-v`` lines, named as the sources action names its lines (several hosts may sync a stack of one name)
             progress = tee(announce, Progress(display.v, interval_from_env(os.environ),
-                                              prefix="stack %s: " % params["name"]))
+                                              prefix=progress_prefix(host, params["name"])))
             return run_stack(params, check_mode=bool(task.check_mode), diff=bool(task.diff), warn=warn,
                              verbosity=display.verbosity, progress=progress, prefetch=prefetch, shared=shared)
         return run
@@ -262,7 +270,7 @@ class StackInfoModule(EngineModule):
     argument_spec = INFO_SPEC
     mutually_exclusive = INFO_EXCLUSIVE
 
-    def runner(self, task, prefetch=None, announce=None, shared=None):
+    def runner(self, task, prefetch=None, announce=None, shared=None, host=None):
         return lambda params, warn: run_stack_info(params, warn=warn)  # reads only
 
 
@@ -309,8 +317,9 @@ class ModuleRuns:
             return self._module_process(module, args, params)
         display.vvv("%s: running in the controller's process" % module.name, host=host)
         with paused(), spoken(vocabulary):  # thousands of manifests: see module_utils/engine/gcpause.py
-            result = run_in_process(module.runner(action._task, prefetch, announce, shared), params, validated,
-                                    module.argument_spec, rendered=rendered)
+            result = run_in_process(module.runner(action._task, prefetch, announce, shared,
+                                                  host=self._task_vars.get("inventory_hostname", host)),
+                                    params, validated, module.argument_spec, rendered=rendered)
         # pylint: disable-next=protected-access
         if action._discovered_interpreter_key:  # discovery ran here: the fact goes back, as after a module run
             # pylint: disable-next=protected-access
@@ -419,6 +428,10 @@ class StackAction(ActionBase):
 
     def _run(self, result, task_vars):
         args = dict(self._task.args)
+        if isinstance(args.get("resources"), Mapping):
+            # one manifest: what lookup() without wantlist=True gives for a tree of one (ansible-core unwraps a list
+            # of one), taken as the list of one it stands for, as kubernetes.core.k8s takes its definition
+            args["resources"] = [args["resources"]]
         validated, error = self.ENGINE.validate(args)
         if error:
             result.update(failed=True, msg=error)

@@ -4,6 +4,7 @@ TLS, a host name that does not resolve -- plain words and the URL, no urllib3 in
 The servers here are local stand-ins (a closed port, a plain HTTP server, a ``.invalid`` name), so these tests
 run the same with or without ``STACKSYNC_TEST_KUBECONFIG``."""
 
+import subprocess
 from http.server import BaseHTTPRequestHandler
 
 import pytest
@@ -12,9 +13,9 @@ import yaml
 from tests.tools.net import closed_port, serving
 
 try:
-    from .test_sync_helpers import GitRepo, configmap, localhost_play, module_task, run_play, run_playbook, write_inventory
+    from .test_sync_helpers import GitRepo, clean_env, configmap, localhost_play, module_task, run_play, run_playbook, write_inventory
 except ImportError:  # rootdir-relative import (tests/integration is not a package)
-    from test_sync_helpers import GitRepo, configmap, localhost_play, module_task, run_play, run_playbook, write_inventory
+    from test_sync_helpers import GitRepo, clean_env, configmap, localhost_play, module_task, run_play, run_playbook, write_inventory
 
 #: what must never reach a person: urllib3's class names and reprs, errno numbers, a status 0
 INTERNALS = ("urllib3", "HTTPSConnection", "NewConnectionError", "ConnectionError", "Errno", "0 ConnectionError",
@@ -89,6 +90,26 @@ def test_a_dead_server_through_the_role(tmp_path):
     assert run.rc != 0, run.tail()
     assert f"cannot reach https://127.0.0.1:{port}: connection refused (6 tries in " in run.output, run.tail()
     assert not [word for word in INTERNALS if word in run.output], run.tail()
+
+
+def test_a_rejected_certificate_through_the_role_names_its_variable_and_the_environment_variable(tmp_path, kube):
+    """A CA that did not sign the server's certificate (here K8S_AUTH_SSL_CA_CERT, as AWX's credential sets it): the
+    hint names what the role's user sets, not the module's option, however early the run found out."""
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("deploy/c1.yml", configmap("c1", "default", {"k": "v"}))
+    repo.commit("c1")
+    inventory = write_inventory(tmp_path / "clusters.yml", {"cluster": {"stacksync_kubeconfig": kube.kubeconfig}})
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", "other-ca.key", "-out", "other-ca.crt", "-days", "2", "-subj", "/CN=other"],
+                   cwd=str(tmp_path), check=True, capture_output=True)
+    run = run_playbook(inventory, {"stacksync_cache_dir": str(tmp_path / "cache"), "stacksync_repo": repo.url,
+                                   "stacksync_path": "deploy", "stacksync_stack": "tls"},
+                       env=clean_env(K8S_AUTH_SSL_CA_CERT=str(tmp_path / "other-ca.crt")))
+    assert run.rc != 0, run.tail()
+    assert ": its TLS certificate was rejected: " in run.output, run.tail()
+    assert ("(check the cluster's CA certificate: stacksync_ca_cert or the environment variable K8S_AUTH_SSL_CA_CERT, "
+            "or certificate-authority in the kubeconfig)") in run.output, run.tail()
+    assert "certificate: ca_cert" not in run.output, run.tail()
 
 
 @pytest.fixture

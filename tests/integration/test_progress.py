@@ -35,7 +35,9 @@ def run(tmp_path, kube, variables, args, interval):
 
 def lines(log, stack, verb):
     """``[(done, total, seconds)]`` of the progress lines of ``verb`` in the output."""
-    pattern = re.compile(rf"^stack {re.escape(stack)}: {verb} (\d+)/(\d+) objects \((\d+) s\)$", re.M)
+    # named as the sources action's lines are: several hosts may sync a stack of one name at once
+    pattern = re.compile(rf"^stacksync \[localhost\] stack {re.escape(stack)}: {verb} (\d+)/(\d+) objects \((\d+) s\)$",
+                         re.M)
     return [tuple(int(x) for x in m.groups()) for m in pattern.finditer(log)]
 
 

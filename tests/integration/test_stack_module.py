@@ -117,6 +117,36 @@ def test_src_is_rendered_on_the_controller_and_a_broken_tree_writes_nothing(tmp_
     assert client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/listed") is not None
 
 
+LOOKUP_PLAYBOOK = localhost_play(
+    module_task("stack", {"record_namespace": "{{ record_ns }}",
+                          "resources": "{{ lookup('stacksync.k8s.manifests', tree) }}"}, ignore_errors=True)
+    + module_task("stack_info", {"record_namespace": "{{ record_ns }}",
+                                 "resources": "{{ lookup('stacksync.k8s.manifests', tree) }}"}, name="info")
+    .replace("register: r", "register: info"), saved="{'sync': r, 'info': info}")
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["controller-process", "module-process"])
+def test_resources_from_lookup_without_wantlist_hold_one_manifest_or_several(tmp_path, kube, client, ns, in_process):
+    """``lookup()`` without ``wantlist=True`` gives the only manifest of a tree of one as a mapping (ansible-core
+    unwraps a list of one): ``resources`` takes it as the list of one it stands for, as it takes several."""
+    tree = tmp_path / "manifests"
+    tree.mkdir()
+    (tree / "one.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\ndata: {a: '1'}\n")
+    stack = "lk-" + uuid.uuid4().hex[:6]
+    variables = dict(stack=stack, ns=ns, record_ns=ns, tree=str(tree), stacksync_in_process=in_process)
+    r, _log = run(tmp_path, kube, [], variables, playbook=LOOKUP_PLAYBOOK)
+    assert not r["sync"].get("failed"), r["sync"]
+    assert [(a["kind"], a["name"], a["action"]) for a in r["sync"]["applied"]] == [("ConfigMap", "one", "created")]
+    assert [(o["name"], o["status"]) for o in r["info"]["objects"]] == [("one", "in_sync")], r["info"]
+    assert client.get(f"/api/v1/namespaces/{ns}/configmaps/one")["data"] == {"a": "1"}
+
+    (tree / "two.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: two}\n")
+    r, _log = run(tmp_path, kube, [], variables, playbook=LOOKUP_PLAYBOOK)
+    assert not r["sync"].get("failed"), r["sync"]
+    assert [(a["name"], a["action"]) for a in r["sync"]["applied"]] == [("two", "created")]
+    assert sorted(o["name"] for o in r["info"]["objects"]) == ["one", "two"]
+
+
 VALIDATION_PLAYBOOK = localhost_play("""
     - name: sync
       stacksync.k8s.stack: "{{ args }}"

@@ -330,7 +330,7 @@ def test_unreachable_cluster_fails_alone(env, tmp_path):
 def test_a_cluster_that_fails_before_its_sync_is_never_called_synced(env, tmp_path):
     """Every cluster failed, this one at the role's argument check: the last lines say so, not "1 cluster synced"."""
     inventory = write_inventory(tmp_path / "clusters.yml", {
-        "cluster-a": {"stacksync_kubeconfig": kubeconfig_of(env.clusters["cluster-a"]), "stacksync_wait_timeout": "5m"},
+        "cluster-a": {"stacksync_kubeconfig": kubeconfig_of(env.clusters["cluster-a"]), "stacksync_concurrency": "many"},
     })
     run = env.sync(inventory=inventory)
     assert run.rc != 0 and run.recap["cluster-a"]["failed"] == 1, run.tail()

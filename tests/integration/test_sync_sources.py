@@ -466,3 +466,46 @@ def test_check_mode_fails_as_the_run_does_for_a_namespace_no_earlier_source_crea
     check = sync(tmp_path, inventory, sources, "--check")
     assert check.rc == 0, check.tail()
     assert sync(tmp_path, inventory, sources).rc == 0
+
+
+def test_the_wait_timeout_may_be_a_duration_as_flux_writes_it(env, kube):
+    """``stacksync_wait_timeout: 5m`` as ``stacksync_prune_grace: 2d``; a value that is neither a number of seconds nor
+    a duration fails the sync naming the role's variable, before anything is written."""
+    tmp_path, suffix, client, inventory, cleanup = env
+    ns = f"dur-{suffix}"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("app/ns.yaml", namespace(ns))
+    repo.write("app/cm.yaml", configmap("app", ns, {"k": "v"}))
+    repo.commit("first")
+    cleanup.append(f"/api/v1/namespaces/{ns}")
+    sources = [{"repo": repo.url, "path": "app", "stack": f"dur-{suffix}"}]
+    run = sync(tmp_path, inventory, sources, "-e", "stacksync_wait=true", "-e", "stacksync_wait_timeout=soon")
+    assert run.rc != 0 and run.recap["the-cluster"]["failed"] == 1, run.tail()
+    assert "stacksync_wait_timeout must be a duration such as 90s, 15m, 1h or 2d" in run.output, run.tail()
+    assert client.get_or_none(f"/api/v1/namespaces/{ns}") is None
+    run = sync(tmp_path, inventory, sources, "-e", "stacksync_wait=true", "-e", "stacksync_wait_timeout=5m")
+    assert run.rc == 0, run.tail()
+    assert client.get(f"/api/v1/namespaces/{ns}/configmaps/app")["data"] == {"k": "v"}
+
+
+def test_verbose_shows_the_progress_lines_named_by_host_not_the_tasks_whole_result(env, kube):
+    """``-v`` (for the progress lines) does not print the sources task's result of every object under them (one line
+    of ~60 KB at 600 objects); ``-vv`` does; the progress lines start as the other lines of a host do."""
+    tmp_path, suffix, _client, inventory, cleanup = env
+    ns = f"verb-{suffix}"
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("app/ns.yaml", namespace(ns))
+    for i in range(5):
+        repo.write(f"app/cm{i}.yaml", configmap(f"cm{i}", ns, {"k": "v"}))
+    repo.commit("first")
+    cleanup.append(f"/api/v1/namespaces/{ns}")
+    stack = f"verb-{suffix}"
+    sources = [{"repo": repo.url, "path": "app", "stack": stack}]
+    run = sync(tmp_path, inventory, sources, "-v", env=clean_env(STACKSYNC_PROGRESS_INTERVAL="0"))
+    assert run.rc == 0, run.tail()
+    lines = run.stdout.splitlines()
+    assert f"stacksync [the-cluster] stack {stack}: applied 6/6 objects (0 s)" in lines, run.tail()
+    assert "changed: [the-cluster]" in lines, run.tail()  # the sources task, without its result
+    assert not [line for line in lines if line.startswith("changed: [the-cluster] => ")], run.tail()
+    run = sync(tmp_path, inventory, sources, "-vv", env=clean_env(STACKSYNC_PROGRESS_INTERVAL="0"))
+    assert [line for line in run.stdout.splitlines() if line.startswith("ok: [the-cluster] => {") and "ansible_stats" in line], run.tail()

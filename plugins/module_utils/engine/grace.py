@@ -48,22 +48,27 @@ def mark_manager(field_manager):
     return field_manager + "-prune-mark"
 
 
-def parse_duration(value):
-    """Seconds of a ``prune_grace`` value: ``"90s"``, ``"15m"``, ``"1h"``, ``"2d"``, ``"1w"``, ``"1h30m"`` or a
-    number of seconds; ``None`` / ``""`` / ``0``: no grace (None). Raises ValueError for anything else."""
+def duration_seconds(value, name):
+    """Seconds of a duration (``"90s"``, ``"15m"``, ``"1h"``, ``"2d"``, ``"1w"``, ``"1h30m"``) or a number of seconds
+    (a number, or a string of digits) given as option ``name`` (as the caller names it, in the error). Raises
+    ValueError for anything else."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return value
+    text = str(value).strip().lower().replace(" ", "")
+    if not isinstance(value, bool) and text.isdigit():
+        return int(text)
+    if not isinstance(value, bool) and _DURATION_RE.match(text):
+        return sum(int(n) * UNITS[u] for n, u in _PART_RE.findall(text))
+    raise ValueError("%s must be a duration such as 90s, 15m, 1h or 2d (units s, m, h, d, w) or a number of seconds, "
+                     "got %r" % (name, value))
+
+
+def parse_duration(value, name="prune_grace"):
+    """Seconds of a ``prune_grace`` value (:func:`duration_seconds`); ``None`` / ``""`` / ``0``: no grace (None).
+    Raises ValueError for anything else."""
     if value is None or value == "":
         return None
-    if isinstance(value, bool):
-        raise ValueError("prune_grace must be a duration such as 90s, 15m, 1h or 2d, got %r" % (value,))
-    text = str(value).strip().lower().replace(" ", "")
-    if text.isdigit():
-        seconds = int(text)
-    elif _DURATION_RE.match(text):
-        seconds = sum(int(n) * UNITS[u] for n, u in _PART_RE.findall(text))
-    else:
-        raise ValueError("prune_grace must be a duration such as 90s, 15m, 1h or 2d (units s, m, h, d, w), got %r"
-                         % (value,))
-    return seconds or None
+    return duration_seconds(value, name) or None
 
 
 def parse_time(text):

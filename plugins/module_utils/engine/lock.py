@@ -26,10 +26,9 @@ import uuid
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import RECORD_LABEL
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import option
-from ansible_collections.stacksync.k8s.plugins.module_utils.engine.record import object_name
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.record import LEASE_BASE, object_name
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError, quote_name
 
-LEASE_BASE = "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
 #: a DELETE is sent at most this fraction of the lease duration after a Lease write the server accepted
 PROOF_FRACTION = 0.1
 #: the clock's verdict: a lease not renewed for this fraction of its duration counts as lost
@@ -53,7 +52,11 @@ def _parse_micro(text):
 
 
 class LockError(Exception):
-    pass
+    """The stack's Lease cannot be held; ``api_error``: the server's answer that refused it (None: another reason)."""
+
+    def __init__(self, message, api_error=None):
+        super(LockError, self).__init__(message)
+        self.api_error = api_error
 
 
 def held_message(stack, namespace, name, holder, expires_in):
@@ -145,7 +148,7 @@ class LeaseLock:
                 break
             except ApiError as e:
                 if not e.is_conflict:
-                    raise LockError("cannot create Lease %s/%s: %s" % (self.namespace, self.name, e)) from None
+                    raise LockError("cannot create Lease %s/%s: %s" % (self.namespace, self.name, e), e) from None
             current = self.client.get_or_none(self.path)
             if current is None:
                 continue
@@ -163,7 +166,7 @@ class LeaseLock:
                     break
                 except ApiError as e:
                     if not e.is_conflict:
-                        raise LockError("cannot take over Lease %s/%s: %s" % (self.namespace, self.name, e)) from None
+                        raise LockError("cannot take over Lease %s/%s: %s" % (self.namespace, self.name, e), e) from None
                     continue
             held = held_message(self.stack, self.namespace, self.name, holder, self._expires_in(spec))
             if self.held_by is None:  # said once, as first found

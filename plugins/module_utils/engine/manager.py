@@ -44,6 +44,7 @@ from ansible_collections.stacksync.k8s.plugins.module_utils.engine.prune_steps i
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.record import (
     RecordError,
     StackKey,
+    forbidden_state_hint,
     now_rfc3339,
     record_fields,
     record_would_change,
@@ -111,7 +112,7 @@ class StackManager(PruneSteps, Verb):
             yield
         except RUN_ERRORS as e:
             self.discovery.invalidate()
-            raise StackError(str(e), self.run.changeset) from None
+            raise StackError(str(e) + forbidden_state_hint(e, self.opts.record_namespace), self.run.changeset) from None
         except StackError as e:
             self.discovery.invalidate()  # a stale cached kind may be why it failed
             e.changeset = e.changeset or self.run.changeset

@@ -8,10 +8,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.stack_spec import BY_NAME, OPTIONS, engine_defaults
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine import approval
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.confinement import POLICY_OPTIONS, compile_policy
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.drift import compile_patterns
-from ansible_collections.stacksync.k8s.plugins.module_utils.engine.grace import parse_duration
+from ansible_collections.stacksync.k8s.plugins.module_utils.engine.grace import duration_seconds, parse_duration
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.plan import prune_limit
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.run_sources import RunSources
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.validation import valid_label_value
@@ -50,7 +51,10 @@ class StackOptions:
             self.takeover = compile_patterns(values["takeover_managers"])
             self.policy = compile_policy(values["confinement"])  # None: not confined (see .confinement)
             self.run_sources = RunSources(self.other_sources, self.namespace)
-            self.grace = parse_duration(values["prune_grace"])  # seconds, None: no grace period
+            self.grace = parse_duration(values["prune_grace"], option("prune_grace"))  # seconds, None: no grace period
+            # a number of seconds or a duration (5m), as prune_grace (the module's type is raw)
+            self.wait_timeout = duration_seconds(values["wait_timeout"], option("wait_timeout"))
+            self.lock_timeout = duration_seconds(values["lock_timeout"], option("wait_timeout"))
             # the stack's part of an approved plan (None: none given); a plan that cannot be used fails here
             self.approval = None if self.approved_plan is None else approval.for_stack(
                 approval.parse(self.approved_plan), stack)

@@ -35,6 +35,7 @@ import re
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.constants import RECORD_LABEL, RECORD_NAMESPACE_ANNOTATION
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.identity import group_kind_str, identity_digest, parse_group_kind
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.objects import stack_checksum
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.client import ApiError, quote_name
 
@@ -42,6 +43,8 @@ CM_BASE = "/api/v1/namespaces/%s/configmaps"
 SECRET_BASE = "/api/v1/namespaces/%s/secrets"
 #: every namespace's ConfigMaps (the records of all stacks, selected by label)
 ALL_CMS = "/api/v1/configmaps"
+#: the stack's Lease (:mod:`.lock`) and the collection where it is created
+LEASE_BASE = "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
 #: kinds of a stack's state objects (record, key, lock), as ``(group, kind)``
 STATE_KINDS = (("", "ConfigMap"), ("", "Secret"), ("coordination.k8s.io", "Lease"))
 
@@ -98,6 +101,31 @@ def is_unbound(obj):
 
 def now_rfc3339():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+#: what a run's error says when the server refused the credentials one of the stack's state objects: where they live,
+#: the option that moves them (twice) and the rights they need (record: get, apply, delete; key: get, create,
+#: delete; Lease: get, create, update, delete)
+FORBIDDEN_STATE_HINT = (" (namespace %s, set by %s, holds the stack's record ConfigMap, key Secret and Lease: the "
+                        "credentials need get, create, update, patch and delete on configmaps, secrets and "
+                        "leases.coordination.k8s.io there; or set %s to a namespace where they have them)")
+
+
+def forbidden_state_hint(error, record_namespace):
+    """:data:`FORBIDDEN_STATE_HINT` for ``error`` when it is the server refusing (403) the credentials a request on
+    the stack's record, key or Lease in ``record_namespace`` (an :class:`ApiError`, or an error carrying one as its
+    ``api_error``), with the option named as the caller names it; "" for any other error."""
+    api = error if isinstance(error, ApiError) else getattr(error, "api_error", None)
+    if not isinstance(api, ApiError) or not api.is_forbidden or not record_namespace:
+        return ""
+    namespace = quote_name(record_namespace)
+    path = (api.path or "").split("?")[0]
+    ours = (path.startswith((CM_BASE % namespace) + "/stacksync-") or path == SECRET_BASE % namespace
+            or path.startswith((SECRET_BASE % namespace) + "/stacksync-") or path == LEASE_BASE % namespace
+            or path.startswith((LEASE_BASE % namespace) + "/stacksync-"))
+    if not ours:
+        return ""
+    return FORBIDDEN_STATE_HINT % (record_namespace, option("record_namespace"), option("record_namespace"))
 
 
 class RecordError(Exception):

@@ -34,7 +34,13 @@ import time
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.base import jsonload
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import redact_url
-from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.transport import connection_words, pool_manager, unreachable
+from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.transport import (
+    CERTIFICATE_REJECTED,
+    ca_hint,
+    connection_words,
+    pool_manager,
+    unreachable,
+)
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.wire import lane_for
 
 try:
@@ -114,9 +120,16 @@ class ApiError(Exception):
         self.path = path
         super(ApiError, self).__init__(self.describe())
 
+    def __str__(self):
+        return self.describe()  # when said: the caller's words of the options, not those of where it was raised
+
     def describe(self):
         if not self.status:  # no answer from the server (connection, TLS, credentials): the message says it all
-            return self.message or self.reason or "(no message)"
+            text = self.message or self.reason or "(no message)"
+            if self.reason == "TLSError" and CERTIFICATE_REJECTED in text:
+                # said as the run that reports it names the options (a read ahead may fail before the run speaks)
+                text += ca_hint()
+            return text
         text = "%s %s: %s" % (self.status, self.reason or "Error", self.message or "(no message)")
         if self.status == 401:  # the server says no more than "Unauthorized"
             text += UNAUTHORIZED_HINT

@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - checked with CLIENT_REQUIREMENTS befor
     urllib3 = create_urllib3_context = None
 
 from ansible_collections.stacksync.k8s.plugins.module_utils.base.naming import redact_url
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import option
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s.kubeconfig import AuthError, proxy_problem
 
 SOCKS_REQUIREMENT = "PySocks"
@@ -190,6 +191,17 @@ def _ssl_text(error):
 _NAME_RESOLUTION_ERROR = getattr(getattr(urllib3, "exceptions", None), "NameResolutionError", ())
 
 
+#: how :func:`connection_words` says that the server's certificate was rejected (:func:`ca_hint` follows it)
+CERTIFICATE_REJECTED = "its TLS certificate was rejected: "
+
+
+def ca_hint():
+    """What to check when the server's certificate was rejected, the option named in the caller's words
+    (:func:`.vocabulary.option`: ``stacksync_ca_cert`` for role ``stacksync.k8s.sync``)."""
+    return (" (check the cluster's CA certificate: %s or the environment variable K8S_AUTH_SSL_CA_CERT, or "
+            "certificate-authority in the kubeconfig)" % option("ca_cert"))
+
+
 def connection_words(error):
     """What went wrong with a connection, in plain words (no urllib3 class names, hosts or ports)."""
     cause = error.__cause__ or error.__context__ or error
@@ -201,8 +213,7 @@ def connection_words(error):
         return "connection refused"
     if isinstance(error, urllib3.exceptions.SSLError) or cause.__class__.__name__.startswith("SSL"):
         if "certificate verify failed" in str(error).lower():
-            return ("its TLS certificate was rejected: %s (check the cluster's CA certificate: ca_cert, or certificate-authority "
-                    "in the kubeconfig)" % _ssl_text(error).split("certificate verify failed: ")[-1])
+            return "%s%s" % (CERTIFICATE_REJECTED, _ssl_text(error).split("certificate verify failed: ")[-1])
         if "wrong version number" in str(error).lower():
             return "TLS handshake failed: wrong version number (is it an http:// server?)"
         if "eof" in str(error).lower():
@@ -210,7 +221,8 @@ def connection_words(error):
         return "TLS handshake failed: %s" % _ssl_text(error)
     if isinstance(error, urllib3.exceptions.ReadTimeoutError):
         seconds = re.search(r"read timeout=([0-9.]+)", str(error))
-        return "the server did not answer %s (request_timeout)" % ("within %s s" % seconds.group(1) if seconds else "in time")
+        within = "within %s s" % seconds.group(1) if seconds else "in time"
+        return "the server did not answer %s (%s)" % (within, option("request_timeout"))
     if isinstance(error, urllib3.exceptions.ConnectTimeoutError) and not isinstance(error, urllib3.exceptions.NewConnectionError):
         return "connection timed out"
     # http.client's RemoteDisconnected is a ConnectionResetError: asked first, or its words are never given

@@ -371,3 +371,39 @@ def test_check_mode_and_phase_prune_do_not_wait(kubesim, client):
     for options in (dict(check_mode=True), dict(phase="prune")):
         cs = sync(client, stack, objects, wait=True, wait_timeout=1, **options)
         assert cs.errors == [] and healths_of(cs) == {ns: None, "db": None}, options
+
+
+@pytest.mark.parametrize("denied, refused", [
+    ({"verbs": ["get"], "resources": ["configmaps"]}, "configmaps"),
+    ({"verbs": ["create"], "resources": ["leases"]}, "leases"),
+    ({"verbs": ["create"], "resources": ["secrets"]}, "secrets"),
+])
+def test_the_record_namespace_refused_says_where_the_state_lives_and_what_rights_it_needs(kubesim, client, tmp_path,
+                                                                                            denied, refused):
+    """Credentials that may write the stack's objects but not its record, key or Lease (in kube-system by default):
+    the error says which namespace holds them, the option (in the caller's words) that moves them, and the rights."""
+    from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import spoken
+
+    from ..simengine import user_client
+
+    ns = unique("ns-rec")
+    sync(client, unique("setup"), [namespace(ns)], allow_empty=True)
+    user = user_client(kubesim, tmp_path, unique("no-record"), deny=[dict(denied, namespaces=["kube-system"])])
+    resources = [configmap("a", ns), secret("s", ns)]
+    with pytest.raises(StackError) as err:
+        sync(user, unique("rec"), resources, namespace=ns)
+    text = str(err.value)
+    assert "403" in text and refused in text and "kube-system" in text, text
+    assert ("namespace kube-system, set by record_namespace, holds the stack's record ConfigMap, key Secret and Lease: "
+            "the credentials need get, create, update, patch and delete on configmaps, secrets and "
+            "leases.coordination.k8s.io there; or set record_namespace to a namespace where they have them)") in text
+    with spoken({"record_namespace": "stacksync_record_namespace"}), pytest.raises(StackError) as err:
+        sync(user, unique("rec"), resources, namespace=ns)
+    assert "set by stacksync_record_namespace, holds" in str(err.value), str(err.value)
+    assert "or set stacksync_record_namespace to a namespace" in str(err.value)
+    # another object refused is not the record's
+    user = user_client(kubesim, tmp_path, unique("no-cm"), deny=[{"verbs": ["patch"], "resources": ["configmaps"],
+                                                                   "namespaces": [ns]}])
+    with pytest.raises(StackError) as err:
+        sync(user, unique("rec"), [configmap("b", ns)], namespace=ns)
+    assert "403" in str(err.value) and "record_namespace" not in str(err.value), str(err.value)

@@ -3,6 +3,7 @@
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.stacksync.k8s.plugins.module_utils import info, runner
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import spoken
 from ansible_collections.stacksync.k8s.plugins.module_utils.engine.options import (
     DEFAULTS,
     OptionError,
@@ -93,3 +94,20 @@ def test_stack_info_parameters_make_options_too():
     params = ArgumentSpecValidator(info.ARGUMENT_SPEC).validate(dict(name="web", full_prune_scan=True)).validated_parameters
     opts = options_from_params(params, check_mode=True)
     assert opts.full_prune_scan is True and opts.check_mode is True and opts.prune is True
+
+
+@pytest.mark.parametrize("given, seconds", [(42, 42), ("42", 42), ("90s", 90), ("5m", 300), ("1h30m", 5400),
+                                            ("2d", 172800), (0, 0), (0.2, 0.2)])
+def test_wait_timeout_is_a_number_of_seconds_or_a_duration(given, seconds):
+    """Flux writes ``timeout: 5m``; prune_grace takes durations: wait_timeout does too, numbers as before."""
+    opts = options_from_params(stack_params(wait_timeout=given))
+    assert (opts.wait_timeout, opts.lock_timeout) == (seconds, seconds)
+
+
+@pytest.mark.parametrize("given", ["soon", "5 minutes", "-3", -3, True, "1.5h"])
+def test_a_wait_timeout_that_is_neither_fails_naming_the_option_in_the_callers_words(given):
+    with pytest.raises(OptionError, match=r"^wait_timeout must be a duration such as 90s, 15m, 1h or 2d .* or a number "
+                                          r"of seconds, got "):
+        options_from_params(stack_params(wait_timeout=given))
+    with spoken({"wait_timeout": "stacksync_wait_timeout"}), pytest.raises(OptionError, match=r"^stacksync_wait_timeout "):
+        options_from_params(stack_params(wait_timeout=given))

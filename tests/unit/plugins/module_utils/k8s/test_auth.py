@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible_collections.stacksync.k8s.plugins.module_utils.base.vocabulary import spoken
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s import auth as A
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s import kubeconfig as K
 from ansible_collections.stacksync.k8s.plugins.module_utils.k8s import transport as T
@@ -206,6 +207,13 @@ def test_wrong_ca_data_is_rejected(kubesim, tmp_path):
     with pytest.raises(ApiError) as err:
         client.get("/version")
     assert err.value.reason == "TLSError"
+    assert ": its TLS certificate was rejected: " in str(err.value)
+    assert str(err.value).endswith(
+        " (check the cluster's CA certificate: ca_cert or the environment variable K8S_AUTH_SSL_CA_CERT, or "
+        "certificate-authority in the kubeconfig)"), str(err.value)
+    # said in the words of the run that reports it, wherever it was raised (a read ahead may fail before it speaks)
+    with spoken({"ca_cert": "stacksync_ca_cert"}):
+        assert "certificate: stacksync_ca_cert or the environment variable K8S_AUTH_SSL_CA_CERT, or" in str(err.value)
 
 
 @pytest.mark.sim_only
