@@ -122,7 +122,6 @@ class Pruner(Verb):
                     % (stack, ", ".join(namesakes), RECORD_NAMESPACE_ANNOTATION)))
         return declared, kept
 
-
     def contents(self, oid, prune_ids, prune_uids):
         """What a Namespace or CRD we would delete would take with it: ``[ObjectId]`` or a problem string."""
         if oid.group_kind == P.NAMESPACE_GK:
