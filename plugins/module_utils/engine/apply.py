@@ -342,8 +342,8 @@ def refuses_shared(opts):
 def shared_objects(desired, snap, opts, changeset):
     """Desired objects another stack claims: a warning each (taken over), or an error (:func:`refuses_shared`)."""
     shared = [(d, snap.others[d.oid]) for d in desired if d.oid in snap.others and not d.ignored]
-    unchecked = [(d, getattr(snap, "unchecked", {})[d.oid]) for d in desired
-                 if d.oid in getattr(snap, "unchecked", {}) and not d.ignored]
+    unknown = getattr(snap, "unchecked", {})  # what observe could not tell (a Snapshot's; none in older callers)
+    unchecked = [(d, unknown[d.oid]) for d in desired if d.oid in unknown and not d.ignored]
     if unchecked and refuses_shared(opts):
         why = ("%s is set" % option("fail_on_shared") if opts.fail_on_shared else "the stack is confined")
         raise ApplyError("cannot tell whether objects belong to other stacks (%s, and their kind cannot be listed in "

@@ -100,7 +100,7 @@ class Pruner(Verb):
         known = set(record_namespaces(self.opts))
         records = read_records(self.client, known | self.record.related_namespaces, self.map).believe(known)
         declared = records.claims(stack, own)
-        unbelieved = records.unbelieved_claims(stack, own)
+        unbelieved = records.claims(stack, own, unbelieved=True)
         namesakes = records.namesakes(stack, own)
         kept = {}
         for oid, obj in candidates:

@@ -231,14 +231,6 @@ class Records:
         self.items = [i for i in self.items if i[0] in namespaces]
         return self
 
-    def unbelieved_claims(self, stack, record_namespace):
-        """``{identity digest: [Claim]}`` of what the unbelieved records of other stacks declare."""
-        kept, self.items = self.items, self.unbelieved
-        try:
-            return self.claims(stack, record_namespace)
-        finally:
-            self.items = kept
-
     def add(self, objects):
         for obj in objects:
             meta = obj.get("metadata") or {}
@@ -247,11 +239,12 @@ class Records:
             if stack and data.get("stack") == stack:  # a record whose fields disagree is nobody's
                 self.items.append((meta.get("namespace") or "", stack, data))
 
-    def claims(self, stack, record_namespace):
+    def claims(self, stack, record_namespace, unbelieved=False):
         """``{identity digest: [Claim]}`` of what the records of the *other* stacks declare (a stack of the
-        same name with its record in another namespace is another stack)."""
+        same name with its record in another namespace is another stack); ``unbelieved``: the records outside
+        the run's record namespaces (:meth:`believe`) instead."""
         out = {}
-        for namespace, other, data in sorted(self.items, key=lambda i: (i[1], i[0])):
+        for namespace, other, data in sorted(self.unbelieved if unbelieved else self.items, key=lambda i: (i[1], i[0])):
             if other == stack and namespace == record_namespace:
                 continue
             for digest in (data.get("objects") or "").split(","):
